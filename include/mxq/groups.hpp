@@ -1,0 +1,42 @@
+// Token groups: pad / unpad with device-side offsets (SPEC.md section 6) and an explicitly
+// synchronising validation of offsets.
+#pragma once
+#include <cstdint>
+
+#include "status.hpp"
+#include "tensor.hpp"
+
+namespace mxq {
+
+struct PadArgs {
+  TensorView input;            // 2-D (M, width), any dtype; row stride allowed
+  TokenGroups groups;
+  int32_t alignment = 32;      // power of two
+  void* out = nullptr;         // (padded_rows_bound(M, G, A), width) contiguous, same dtype
+  int32_t* padded_starts = nullptr;  // [G], required
+  int32_t* padded_ends = nullptr;    // [G], required: padded_starts + A*ceil(size/A)
+  Backend backend = Backend::auto_;
+  void* stream = nullptr;
+};
+
+// Rows of pad's output: round_up(M + G*A, A).
+Status pad_rows(const PadArgs& args, int64_t* rows);
+Status pad(const PadArgs& args);
+
+struct UnpadArgs {
+  TensorView input;            // the padded tensor: rows = padded_rows_bound(M, G, A)
+  TokenGroups groups;          // the original (unpadded) end offsets
+  int32_t alignment = 32;
+  int64_t rows = 0;            // M, the rows of the output
+  void* out = nullptr;         // (M, width) contiguous; rows past the last end come out as 0
+  Backend backend = Backend::auto_;
+  void* stream = nullptr;
+};
+Status unpad(const UnpadArgs& args);
+
+// Checks offsets (monotone, within [0, M]) and synchronises: the only op that does. Returns
+// Code::invalid_offsets with the first bad index in the message.
+Status validate_group_ends(const TokenGroups& groups, int64_t M, Backend backend = Backend::auto_,
+                           void* stream = nullptr);
+
+}  // namespace mxq

@@ -1,0 +1,30 @@
+// The interface between src/api (validation, sizes, dispatch) and the backends. Every function
+// here receives arguments that src/api has already validated, and the sizes it derived.
+#pragma once
+#include <mxq/mxq.hpp>
+
+namespace mxq::cpu {
+Status quantize(const QuantizeArgs& args, const QuantizeSizes& sizes);
+Status dequantize(const DequantizeArgs& args);
+Status tensor_amax(const TensorView& input, float* out);
+Status pad(const PadArgs& args, int64_t out_rows);
+Status unpad(const UnpadArgs& args);
+Status swizzle(const SwizzleArgs& args);
+Status unswizzle(const SwizzleArgs& args, uint8_t* linear_out);
+Status validate_group_ends(const TokenGroups& groups, int64_t M);
+}  // namespace mxq::cpu
+
+// Implemented in src/cuda/ when the build has CUDA. Ops return Code::unsupported for what the CUDA
+// backend does not serve yet; src/api reports that error and never falls back silently.
+namespace mxq::cuda {
+bool device_present();
+bool is_device_pointer(const void* p);  // memory the current device can read (device or managed)
+Status quantize(const QuantizeArgs& args, const QuantizeSizes& sizes);
+Status dequantize(const DequantizeArgs& args);
+Status tensor_amax(const TensorView& input, float* out, void* stream);
+Status pad(const PadArgs& args, int64_t out_rows);
+Status unpad(const UnpadArgs& args);
+Status swizzle(const SwizzleArgs& args);
+Status unswizzle(const SwizzleArgs& args, uint8_t* linear_out);
+Status validate_group_ends(const TokenGroups& groups, int64_t M, void* stream);
+}  // namespace mxq::cuda
