@@ -1,0 +1,61 @@
+// CPU reference dequantize (SPEC.md section 7): x = decode(q) * scale in fp32, rounded to nearest
+// even into the output dtype, over the same segments as quantize (quant_plan_internal.hpp).
+#include <cstring>
+
+#include "backend.hpp"
+#include "cpu/element_io_internal.hpp"
+#include "cpu/parallel.hpp"
+#include "cpu/quant_plan_internal.hpp"
+
+namespace mxq::cpu {
+namespace {
+
+template <class T>
+Status dequantize_format(const DequantizeArgs& a) {
+  constexpr int64_t kBlock = T::block;
+  constexpr int kBits = T::elem_bits;
+  const bool rowwise = a.params.direction == Direction::rowwise;
+  const DirectionPlan plan = plan_direction(rowwise, a.params, a.groups, a.rows, a.cols);
+  const int64_t K = a.cols;
+  const int64_t R = plan.data_rows;
+  // Rows that belong to no group come out as 0.
+  std::memset(a.out, 0, static_cast<size_t>(a.batch * R * K * dtype_size(a.out_dtype)));
+
+  const auto* data = static_cast<const uint8_t*>(a.data);
+  for (int64_t b = 0; b < a.batch; ++b) {
+    const float s_dec = T::nv ? a.s_dec[b] : 1.0f;
+    const uint8_t* data_b = data + b * plan.data_batch_bytes;
+    const uint8_t* scales_b = a.scales + b * plan.scale_batch_bytes;
+    for (const Segment& s : plan.segments) {
+      parallel_for(0, s.rows, K, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i) {
+          const int64_t m = s.out_row + i;
+          for (int64_t k = 0; k < K; ++k) {
+            uint32_t code;
+            uint8_t sb;
+            if (rowwise) {
+              code = get_code<kBits>(data_b + m * code_bytes(K, kBits), k);
+              sb = scales_b[s.scales.offset(i, k / kBlock)];
+            } else {
+              code = get_code<kBits>(data_b + k * code_bytes(R, kBits), m);
+              sb = scales_b[s.scales.offset(k, i / kBlock)];
+            }
+            store_float(a.out, a.out_dtype, (b * R + m) * K + k,
+                        num::dequantize_element<T>(code, sb, s_dec));
+          }
+        }
+      });
+    }
+  }
+  return Status();
+}
+
+}  // namespace
+
+Status dequantize(const DequantizeArgs& args) {
+  return num::dispatch_format(args.params.format, [&](auto traits) {
+    return dequantize_format<decltype(traits)>(args);
+  });
+}
+
+}  // namespace mxq::cpu

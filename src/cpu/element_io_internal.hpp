@@ -1,0 +1,69 @@
+// Reading bf16/fp16/fp32 tensors into fp32 and writing fp32 back (RNE), and packing element codes
+// (8-bit or two 4-bit codes per byte, element 2i in the low nibble) for the CPU backend.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include <mxq/numerics.hpp>
+#include <mxq/tensor.hpp>
+
+namespace mxq::cpu {
+
+// Converts n elements starting at element offset `first` of `data` (dtype `t`) to fp32; widening
+// is exact. memcpy: the pointer need not be aligned.
+inline void load_floats(const void* data, DType t, int64_t first, int64_t n, float* out) {
+  const auto* bytes = static_cast<const unsigned char*>(data) + first * dtype_size(t);
+  if (t == DType::fp32) {
+    std::memcpy(out, bytes, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    uint16_t h;
+    std::memcpy(&h, bytes + 2 * i, sizeof h);
+    out[i] = t == DType::bf16 ? num::bf16_to_float(h) : num::fp16_to_float(h);
+  }
+}
+
+// n values of row `row` of batch `batch`, from column k0.
+inline void load_row(const TensorView& in, int64_t batch, int64_t row, int64_t k0, int64_t n,
+                     float* out) {
+  load_floats(in.data, in.dtype, batch * in.bstride() + row * in.rstride() + k0, n, out);
+}
+
+// Writes x, rounded to nearest even, as element `index` of an array of dtype `t`.
+inline void store_float(void* data, DType t, int64_t index, float x) {
+  auto* bytes = static_cast<unsigned char*>(data) + index * dtype_size(t);
+  if (t == DType::fp32) {
+    std::memcpy(bytes, &x, sizeof x);
+    return;
+  }
+  const uint16_t h = t == DType::bf16 ? num::float_to_bf16_rne(x) : num::float_to_fp16_rne(x);
+  std::memcpy(bytes, &h, sizeof h);
+}
+
+// Bytes of `n` codes of `bits` bits (n even for 4-bit codes).
+constexpr int64_t code_bytes(int64_t n, int bits) { return bits == 8 ? n : n / 2; }
+
+// Stores code `i` of a code row. 4-bit codes keep the other nibble, so neighbouring codes can be
+// written in any order (by one thread).
+template <int BITS>
+inline void put_code(uint8_t* row, int64_t i, uint32_t code) {
+  if constexpr (BITS == 8) {
+    row[i] = static_cast<uint8_t>(code);
+  } else {
+    uint8_t& b = row[i / 2];
+    b = (i & 1) ? static_cast<uint8_t>((b & 0x0F) | (code << 4))
+                : static_cast<uint8_t>((b & 0xF0) | (code & 0x0F));
+  }
+}
+
+template <int BITS>
+inline uint32_t get_code(const uint8_t* row, int64_t i) {
+  if constexpr (BITS == 8) {
+    return row[i];
+  } else {
+    return (i & 1) ? (row[i / 2] >> 4) : (row[i / 2] & 0x0Fu);
+  }
+}
+
+}  // namespace mxq::cpu

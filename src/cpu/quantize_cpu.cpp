@@ -1,0 +1,187 @@
+// CPU reference quantize (SPEC.md sections 2-6, docs/layouts.md). One code path serves every
+// format: a block quantizer templated on the format traits, fed by a rowwise and a colwise walker
+// over the segments of quant_plan_internal.hpp. All bit-level rules come from mxq/numerics.
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "backend.hpp"
+#include "cpu/element_io_internal.hpp"
+#include "cpu/parallel.hpp"
+#include "cpu/quant_plan_internal.hpp"
+
+namespace mxq::cpu {
+namespace {
+
+// What every block of one batch shares.
+struct BlockContext {
+  ScaleRule rule = ScaleRule::rceil;
+  float s_enc = 1.0f;  // nvfp4 only
+  float s_dec = 1.0f;  // nvfp4 only
+};
+
+// Quantizes the n real values x[i * stride] of one block (the rest of the block are virtual zeros,
+// which cannot change its amax): returns the scale byte and writes n codes.
+template <class T>
+uint8_t quantize_block(const float* x, int64_t stride, int64_t n, const BlockContext& ctx,
+                       uint32_t* codes) {
+  uint32_t amax = 0;
+  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, num::abs_bits(x[i * stride]));
+  const uint8_t sb = num::block_scale<T>(amax, ctx.rule, ctx.s_enc);
+  const bool poisoned = sb == T::scale_nan;
+  const float multiplier = poisoned ? 0.0f : num::element_multiplier<T>(sb, ctx.s_dec);
+  for (int64_t i = 0; i < n; ++i) {
+    codes[i] = num::encode_element<T>(x[i * stride], multiplier, poisoned);
+  }
+  return sb;
+}
+
+// Rows in parallel: each output row (data and its scales) belongs to one thread.
+template <class T>
+void quantize_rowwise(const TensorView& in, int64_t b, const DirectionPlan& plan,
+                      const BlockContext& ctx, uint8_t* data, uint8_t* scales) {
+  constexpr int64_t kBlock = T::block;
+  const int64_t K = in.cols;
+  const int64_t row_bytes = code_bytes(K, T::elem_bits);
+  uint8_t* data_b = data + b * plan.data_batch_bytes;
+  uint8_t* scales_b = scales + b * plan.scale_batch_bytes;
+  for (const Segment& s : plan.segments) {
+    parallel_for(0, s.rows, K, [&](int64_t lo, int64_t hi) {
+      std::vector<float> x(static_cast<size_t>(K));
+      uint32_t codes[kBlock];
+      for (int64_t i = lo; i < hi; ++i) {
+        if (i < s.real_rows) {
+          load_row(in, b, s.in_row + i, 0, K, x.data());
+        } else {
+          std::fill(x.begin(), x.end(), 0.0f);  // padding row inside the group
+        }
+        uint8_t* out = data_b + (s.out_row + i) * row_bytes;
+        for (int64_t c = 0; c * kBlock < K; ++c) {
+          const int64_t n = std::min(kBlock, K - c * kBlock);
+          scales_b[s.scales.offset(i, c)] = quantize_block<T>(x.data() + c * kBlock, 1, n, ctx, codes);
+          for (int64_t j = 0; j < n; ++j) put_code<T::elem_bits>(out, c * kBlock + j, codes[j]);
+        }
+      }
+    });
+  }
+}
+
+// Columns k in parallel: each row k of the transposed data (and its scales) belongs to one thread,
+// which also keeps the 4-bit codes packed along M free of races.
+template <class T>
+void quantize_colwise(const TensorView& in, int64_t b, const DirectionPlan& plan,
+                      const BlockContext& ctx, uint8_t* data, uint8_t* scales) {
+  constexpr int64_t kBlock = T::block;
+  constexpr int64_t kTileCols = 256;  // columns per tile: keeps the b x cols tile in cache
+  const int64_t row_bytes = code_bytes(plan.data_rows, T::elem_bits);
+  uint8_t* data_b = data + b * plan.data_batch_bytes;
+  uint8_t* scales_b = scales + b * plan.scale_batch_bytes;
+  parallel_for(0, in.cols, in.rows, [&](int64_t k_lo, int64_t k_hi) {
+    std::vector<float> tile(static_cast<size_t>(kBlock * kTileCols));
+    uint32_t codes[kBlock];
+    for (int64_t k0 = k_lo; k0 < k_hi; k0 += kTileCols) {
+      const int64_t w = std::min(kTileCols, k_hi - k0);
+      for (const Segment& s : plan.segments) {
+        for (int64_t r0 = 0; r0 < s.rows; r0 += kBlock) {
+          const int64_t n = std::min(kBlock, s.rows - r0);
+          for (int64_t r = 0; r < n; ++r) {
+            float* dst = tile.data() + r * w;
+            if (r0 + r < s.real_rows) {
+              load_row(in, b, s.in_row + r0 + r, k0, w, dst);
+            } else {
+              std::fill(dst, dst + w, 0.0f);  // padding row inside the group
+            }
+          }
+          for (int64_t j = 0; j < w; ++j) {
+            const int64_t k = k0 + j;
+            scales_b[s.scales.offset(k, r0 / kBlock)] =
+                quantize_block<T>(tile.data() + j, w, n, ctx, codes);
+            uint8_t* out = data_b + k * row_bytes;
+            for (int64_t r = 0; r < n; ++r) put_code<T::elem_bits>(out, s.out_row + r0 + r, codes[r]);
+          }
+        }
+      }
+    }
+  });
+}
+
+void zero_fill(void* p, int64_t bytes) {
+  if (p != nullptr && bytes > 0) std::memset(p, 0, static_cast<size_t>(bytes));
+}
+
+// padded_starts / padded_ends of the token groups (either direction's alignment: they must agree).
+void write_padded_offsets(const QuantizeArgs& args) {
+  const QuantizeGroups& g = args.groups;
+  const int64_t A = g.pad_rowwise > 0 ? g.pad_rowwise : g.pad_colwise;
+  if (g.groups.count == 0 || A == 0) return;
+  const std::vector<int64_t> ends = clamped_group_ends(g.groups, args.input.rows);
+  const std::vector<int64_t> starts = padded_group_starts(ends, A);
+  int64_t prev = 0;
+  for (size_t i = 0; i < ends.size(); ++i) {
+    if (args.out.padded_starts) args.out.padded_starts[i] = static_cast<int32_t>(starts[i]);
+    if (args.out.padded_ends) {
+      args.out.padded_ends[i] = static_cast<int32_t>(starts[i] + num::round_up(ends[i] - prev, A));
+    }
+    prev = ends[i];
+  }
+}
+
+template <class T>
+Status quantize_format(const QuantizeArgs& args, const QuantizeSizes& sizes) {
+  const TensorView& in = args.input;
+  const QuantizeOutputs& out = args.out;
+  const bool rowwise = has_rowwise(args.params.direction);
+  const bool colwise = has_colwise(args.params.direction);
+
+  // Every byte that belongs to no group, and all scale padding, is 0: start from zeros.
+  if (rowwise) {
+    zero_fill(out.row_data, sizes.row_data_bytes);
+    zero_fill(out.row_scales, sizes.row_scale_bytes);
+  }
+  if (colwise) {
+    zero_fill(out.col_data, sizes.col_data_bytes);
+    zero_fill(out.col_scales, sizes.col_scale_bytes);
+  }
+  DirectionPlan row_plan, col_plan;
+  if (rowwise) row_plan = plan_direction(true, args.params, args.groups, in.rows, in.cols);
+  if (colwise) col_plan = plan_direction(false, args.params, args.groups, in.rows, in.cols);
+
+  std::vector<float> amax(static_cast<size_t>(in.batch), 0.0f);
+  if constexpr (T::nv) {
+    if (args.tensor_amax != nullptr) {
+      std::copy(args.tensor_amax, args.tensor_amax + in.batch, amax.begin());
+    } else {
+      Status st = cpu::tensor_amax(in, amax.data());
+      if (!st.ok()) return st;
+    }
+  }
+  for (int64_t b = 0; b < in.batch; ++b) {
+    BlockContext ctx;
+    ctx.rule = args.params.rule;
+    if constexpr (T::nv) {
+      const num::Nvfp4TensorScale ts = num::nvfp4_tensor_scale(amax[static_cast<size_t>(b)]);
+      ctx.s_enc = ts.s_enc;
+      ctx.s_dec = ts.s_dec;
+      if (out.s_enc) out.s_enc[b] = ts.s_enc;
+      if (out.s_dec) out.s_dec[b] = ts.s_dec;
+    }
+    if (rowwise) {
+      quantize_rowwise<T>(in, b, row_plan, ctx, static_cast<uint8_t*>(out.row_data), out.row_scales);
+    }
+    if (colwise) {
+      quantize_colwise<T>(in, b, col_plan, ctx, static_cast<uint8_t*>(out.col_data), out.col_scales);
+    }
+  }
+  write_padded_offsets(args);
+  return Status();
+}
+
+}  // namespace
+
+Status quantize(const QuantizeArgs& args, const QuantizeSizes& sizes) {
+  return num::dispatch_format(args.params.format, [&](auto traits) {
+    return quantize_format<decltype(traits)>(args, sizes);
+  });
+}
+
+}  // namespace mxq::cpu
