@@ -1,5 +1,19 @@
-// Placeholder written by the build-system owner so that libmxq and the install_consumer
-// test link before the real C ABI lands.  Whoever writes include/mxq/mxq.h owns this
-// file: include mxq.h here (or move the definition) and derive the string from the
-// project version.
-extern "C" const char* mxq_version_string() { return "0.1.0"; }
+// Library identity and capabilities.
+#include <mxq/mxq.hpp>
+
+#include "backend.hpp"
+
+namespace mxq {
+
+// Keep in step with project(mxq VERSION ...) in CMakeLists.txt.
+const char* version() { return "0.1.0"; }
+
+bool cuda_available() {
+#ifdef MXQ_WITH_CUDA
+  return cuda::device_present();
+#else
+  return false;
+#endif
+}
+
+}  // namespace mxq

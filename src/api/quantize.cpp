@@ -1,0 +1,108 @@
+// quantize, quantize_sizes and tensor_amax: validation, sizes and dispatch.
+#include <mxq/quantize.hpp>
+
+#include "backend.hpp"
+#include "check.hpp"
+#include "quantize_layout.hpp"
+
+namespace mxq {
+namespace {
+
+// Everything quantize_sizes checks: the input view and the layout it implies.
+Status validate_inputs(const char* op, const QuantizeArgs& a, QuantizeSizes* sizes) {
+  MXQ_TRY(api::check_tensor(op, "input", a.input));
+  MXQ_TRY(api::check_float_dtype(op, "input.dtype", a.input.dtype));
+  api::QuantizeShape shape{a.params, a.input.batch, a.input.rows, a.input.cols, a.groups, "input."};
+  MXQ_TRY(api::quantize_layout(op, shape, sizes));
+  const bool nv = a.params.format == Format::nvfp4;
+  MXQ_REQUIRE(nv || a.tensor_amax == nullptr, "tensor_amax is given but format ",
+              api::name(a.params.format), " has no tensor scale (nvfp4 only)");
+  return api::check_backend(op, a.backend);
+}
+
+// The outputs: present for what the call writes, absent for what it does not.
+Status validate_outputs(const char* op, const QuantizeArgs& a, const QuantizeSizes& s) {
+  const QuantizeOutputs& o = a.out;
+  const char* dir = api::name(a.params.direction);
+  if (has_rowwise(a.params.direction)) {
+    MXQ_REQUIRE(o.row_data || s.row_data_bytes == 0, "out.row_data is null but direction includes rowwise (",
+                s.row_data_bytes, " bytes)");
+    MXQ_REQUIRE(o.row_scales || s.row_scale_bytes == 0, "out.row_scales is null but direction includes rowwise (",
+                s.row_scale_bytes, " bytes)");
+  } else {
+    MXQ_REQUIRE(!o.row_data && !o.row_scales, "out.row_data / out.row_scales are given but direction is ", dir);
+  }
+  if (has_colwise(a.params.direction)) {
+    MXQ_REQUIRE(o.col_data || s.col_data_bytes == 0, "out.col_data is null but direction includes colwise (",
+                s.col_data_bytes, " bytes)");
+    MXQ_REQUIRE(o.col_scales || s.col_scale_bytes == 0, "out.col_scales is null but direction includes colwise (",
+                s.col_scale_bytes, " bytes)");
+  } else {
+    MXQ_REQUIRE(!o.col_data && !o.col_scales, "out.col_data / out.col_scales are given but direction is ", dir);
+  }
+  if (s.tensor_scale_count > 0) {
+    MXQ_REQUIRE(o.s_enc && o.s_dec, "out.s_enc and out.s_dec are required for nvfp4 (",
+                s.tensor_scale_count, " floats each)");
+  } else if (a.params.format != Format::nvfp4) {
+    MXQ_REQUIRE(!o.s_enc && !o.s_dec, "out.s_enc / out.s_dec are given but format ",
+                api::name(a.params.format), " has no tensor scale (nvfp4 only)");
+  }
+  MXQ_REQUIRE(s.padded_offset_count > 0 || (!o.padded_starts && !o.padded_ends),
+              "out.padded_starts / out.padded_ends are given but neither groups.pad_rowwise nor "
+              "groups.pad_colwise pads");
+  return {};
+}
+
+}  // namespace
+
+Status quantize_sizes(const QuantizeArgs& args, QuantizeSizes* sizes) {
+  const char* op = "quantize_sizes";
+  MXQ_REQUIRE(sizes != nullptr, "sizes is null");
+  QuantizeSizes s;
+  MXQ_TRY(validate_inputs(op, args, &s));
+  *sizes = s;
+  return {};
+}
+
+Status quantize(const QuantizeArgs& args) {
+  const char* op = "quantize";
+  QuantizeSizes s;
+  MXQ_TRY(validate_inputs(op, args, &s));
+  MXQ_TRY(validate_outputs(op, args, s));
+  const QuantizeOutputs& o = args.out;
+  Backend b;
+  MXQ_TRY(api::resolve_backend(op, args.backend,
+                               {{"input.data", args.input.data},
+                                {"groups.groups.ends", args.groups.groups.ends},
+                                {"tensor_amax", args.tensor_amax},
+                                {"out.row_data", o.row_data},
+                                {"out.row_scales", o.row_scales},
+                                {"out.col_data", o.col_data},
+                                {"out.col_scales", o.col_scales},
+                                {"out.s_enc", o.s_enc},
+                                {"out.s_dec", o.s_dec},
+                                {"out.padded_starts", o.padded_starts},
+                                {"out.padded_ends", o.padded_ends}},
+                               &b));
+#ifdef MXQ_WITH_CUDA
+  if (b == Backend::cuda) return cuda::quantize(args, s);
+#endif
+  return cpu::quantize(args, s);
+}
+
+Status tensor_amax(const TensorView& input, float* out, Backend backend, void* stream) {
+  const char* op = "tensor_amax";
+  MXQ_TRY(api::check_tensor(op, "input", input));
+  MXQ_TRY(api::check_float_dtype(op, "input.dtype", input.dtype));
+  MXQ_REQUIRE(out || input.batch == 0, "out is null but needs input.batch (", input.batch, ") floats");
+  Backend b;
+  MXQ_TRY(api::resolve_backend(op, backend, {{"input.data", input.data}, {"out", out}}, &b));
+#ifdef MXQ_WITH_CUDA
+  if (b == Backend::cuda) return cuda::tensor_amax(input, out, stream);
+#else
+  (void)stream;
+#endif
+  return cpu::tensor_amax(input, out);
+}
+
+}  // namespace mxq

@@ -1,0 +1,65 @@
+// Token padding on the host (SPEC.md section 6, docs/layouts.md "pad / unpad"): rows are copied as
+// raw bytes, so every dtype and row width takes the same path.
+#include <mxq/numerics/layout.hpp>
+
+#include <cstring>
+
+#include "backend.hpp"
+
+namespace mxq::cpu {
+namespace {
+
+// One group after clamping: input rows [begin, end) and padded rows [padded_begin, padded_end).
+struct GroupSpan {
+  int64_t begin, end, padded_begin, padded_end;
+};
+
+// Walks the groups in order with clamped ends (memory-safe for any offsets) and their padded spans.
+template <class Fn>
+void for_each_group(const TokenGroups& groups, int64_t M, int64_t A, Fn&& fn) {
+  int64_t end = 0, padded_end = 0;
+  for (int64_t g = 0; g < groups.count; ++g) {
+    const int64_t begin = end, padded_begin = padded_end;
+    end = num::clamp_group_end(groups.ends[g], begin, M);
+    padded_end = padded_begin + num::round_up(end - begin, A);
+    fn(g, GroupSpan{begin, end, padded_begin, padded_end});
+  }
+}
+
+const uint8_t* row_ptr(const TensorView& t, int64_t r) {
+  return static_cast<const uint8_t*>(t.data) + r * t.rstride() * dtype_size(t.dtype);
+}
+
+}  // namespace
+
+Status pad(const PadArgs& args, int64_t out_rows) {
+  const int64_t row_bytes = args.input.cols * dtype_size(args.input.dtype);
+  auto* out = static_cast<uint8_t*>(args.out);
+  int64_t written = 0;  // output rows [0, written) are done
+  for_each_group(args.groups, args.input.rows, args.alignment, [&](int64_t g, const GroupSpan& s) {
+    for (int64_t r = s.begin; r < s.end; ++r)
+      std::memcpy(out + (s.padded_begin + r - s.begin) * row_bytes, row_ptr(args.input, r), row_bytes);
+    const int64_t copied_end = s.padded_begin + (s.end - s.begin);
+    if (s.padded_end > copied_end) std::memset(out + copied_end * row_bytes, 0, (s.padded_end - copied_end) * row_bytes);
+    args.padded_starts[g] = static_cast<int32_t>(s.padded_begin);
+    args.padded_ends[g] = static_cast<int32_t>(s.padded_end);
+    written = s.padded_end;
+  });
+  if (out_rows > written) std::memset(out + written * row_bytes, 0, (out_rows - written) * row_bytes);
+  return {};
+}
+
+Status unpad(const UnpadArgs& args) {
+  const int64_t row_bytes = args.input.cols * dtype_size(args.input.dtype);
+  auto* out = static_cast<uint8_t*>(args.out);
+  int64_t written = 0;  // groups tile [0, last end) without gaps
+  for_each_group(args.groups, args.rows, args.alignment, [&](int64_t, const GroupSpan& s) {
+    for (int64_t r = s.begin; r < s.end; ++r)
+      std::memcpy(out + r * row_bytes, row_ptr(args.input, s.padded_begin + r - s.begin), row_bytes);
+    written = s.end;
+  });
+  if (args.rows > written) std::memset(out + written * row_bytes, 0, (args.rows - written) * row_bytes);
+  return {};
+}
+
+}  // namespace mxq::cpu
