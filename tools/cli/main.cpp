@@ -1,14 +1,34 @@
-// Placeholder `mxq` command (build-system bootstrap); replace with the real CLI.
-#include <mxq/mxq.h>
+// The `mxq` command: parses the command line with CLI11 and maps every failure to an exit code
+// (cli_error.hpp): 0 success, 1 operation failed, 2 bad command line, 3 malformed input file.
+#include <CLI/CLI.hpp>
+#include <mxq/mxq.hpp>
 
 #include <cstdio>
-#include <cstring>
+#include <exception>
+
+#include "cli_error.hpp"
+#include "commands.hpp"
 
 int main(int argc, char** argv) {
-  if (argc >= 2 && std::strcmp(argv[1], "demo") == 0) {
-    std::printf("mxq demo: not yet implemented\n");
-    return 1;
+  using namespace mxq::cli;
+  CLI::App app{"mxq: microscaling quantization (MXFP8, MXFP4, NVFP4) of MoE tensors and checkpoints",
+               "mxq"};
+  app.set_version_flag("--version", std::string("mxq ") + mxq::version());
+  app.require_subcommand(1);
+  register_demo(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);  // prints help, version or the parse error
+    return code == 0 ? kExitOk : kExitUsage;
+  } catch (const CliError& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "mxq: error: %s\n", e.what());
+    return e.exit_code();
+  } catch (const std::exception& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "mxq: error: %s\n", e.what());
+    return kExitFailure;
   }
-  std::printf("mxq %s (placeholder CLI)\nusage: mxq demo\n", mxq_version_string());
-  return argc >= 2 ? 1 : 0;
+  return kExitOk;
 }

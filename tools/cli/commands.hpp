@@ -1,0 +1,13 @@
+// Each subcommand of `mxq` lives in its own file and registers itself on the app here. Callbacks
+// report failures by throwing CliError (cli_error.hpp).
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace mxq::cli {
+
+void register_demo(CLI::App& app);
+
+}  // namespace mxq::cli

@@ -1,0 +1,35 @@
+// One quantize call and its inverse on a backend, with outputs in backend memory: shared by
+// `mxq demo` and `mxq quantize`. Inputs (TensorView data, group ends) must already live in the
+// backend's memory (see backend_memory.hpp).
+#pragma once
+#include <mxq/mxq.hpp>
+
+#include <vector>
+
+#include "backend_memory.hpp"
+
+namespace mxq::cli {
+
+struct QuantizeJob {
+  TensorView input;
+  QuantizeParams params;
+  QuantizeGroups groups;
+};
+
+struct Quantized {
+  QuantizeSizes sizes;
+  BackendBuffer row_data, row_scales, col_data, col_scales, s_enc, s_dec;
+  double seconds = 0;  // the quantize call alone, synchronised
+
+  // Bytes of the quantized representation: data + scales of every direction + tensor scales.
+  int64_t bytes() const;
+};
+
+Quantized quantize_on(Backend backend, const QuantizeJob& job);
+
+// Dequantizes one direction (rowwise or colwise) of `q` into fp32 host memory, shape
+// (batch, rows', cols) row-major as docs/layouts.md describes.
+std::vector<float> dequantize_on(Backend backend, const QuantizeJob& job, const Quantized& q,
+                                 Direction direction);
+
+}  // namespace mxq::cli

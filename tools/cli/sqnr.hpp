@@ -1,0 +1,31 @@
+// Signal-to-quantization-noise ratio of a round trip, accumulated in double over any number of
+// chunks (tensor by tensor, expert by expert). Non-finite reference elements are skipped: a
+// poisoned block has no meaningful error.
+#pragma once
+#include <mxq/types.hpp>
+
+#include <cstdint>
+#include <string>
+
+namespace mxq::cli {
+
+// Element i of a bf16/fp16/fp32 array as fp32 (exact); `data` needs no alignment.
+float load_as_float(const void* data, DType dtype, int64_t i);
+
+class Sqnr {
+ public:
+  void add(float reference, float approximation);
+  // Adds n elements of `reference` (any float dtype) against fp32 `approximation`.
+  void add(const void* reference, DType dtype, const float* approximation, int64_t n);
+  void merge(const Sqnr& other);
+  double db() const;  // +inf for an exact round trip, nan when there was no finite signal
+  bool empty() const { return count_ == 0; }
+
+ private:
+  double signal_ = 0, noise_ = 0;
+  int64_t count_ = 0;
+};
+
+std::string format_db(double db);  // "31.42", "inf", "n/a"
+
+}  // namespace mxq::cli
