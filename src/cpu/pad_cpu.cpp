@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "backend.hpp"
+#include "parallel.hpp"
 
 namespace mxq::cpu {
 namespace {
@@ -37,8 +38,10 @@ Status pad(const PadArgs& args, int64_t out_rows) {
   auto* out = static_cast<uint8_t*>(args.out);
   int64_t written = 0;  // output rows [0, written) are done
   for_each_group(args.groups, args.input.rows, args.alignment, [&](int64_t g, const GroupSpan& s) {
-    for (int64_t r = s.begin; r < s.end; ++r)
-      std::memcpy(out + (s.padded_begin + r - s.begin) * row_bytes, row_ptr(args.input, r), row_bytes);
+    parallel_for(s.begin, s.end, row_bytes, [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r)
+        std::memcpy(out + (s.padded_begin + r - s.begin) * row_bytes, row_ptr(args.input, r), row_bytes);
+    });
     const int64_t copied_end = s.padded_begin + (s.end - s.begin);
     if (s.padded_end > copied_end) std::memset(out + copied_end * row_bytes, 0, (s.padded_end - copied_end) * row_bytes);
     args.padded_starts[g] = static_cast<int32_t>(s.padded_begin);
@@ -54,8 +57,10 @@ Status unpad(const UnpadArgs& args) {
   auto* out = static_cast<uint8_t*>(args.out);
   int64_t written = 0;  // groups tile [0, last end) without gaps
   for_each_group(args.groups, args.rows, args.alignment, [&](int64_t, const GroupSpan& s) {
-    for (int64_t r = s.begin; r < s.end; ++r)
-      std::memcpy(out + r * row_bytes, row_ptr(args.input, s.padded_begin + r - s.begin), row_bytes);
+    parallel_for(s.begin, s.end, row_bytes, [&](int64_t lo, int64_t hi) {
+      for (int64_t r = lo; r < hi; ++r)
+        std::memcpy(out + r * row_bytes, row_ptr(args.input, s.padded_begin + r - s.begin), row_bytes);
+    });
     written = s.end;
   });
   if (args.rows > written) std::memset(out + written * row_bytes, 0, (args.rows - written) * row_bytes);
