@@ -1,0 +1,39 @@
+// Runs mxq::quantize / mxq::dequantize on host buffers for the tests: every output is allocated at
+// the size the API reports, poisoned, and the op is run twice (two poison patterns) to prove that
+// every byte was written.
+#pragma once
+#include <cstdint>
+#include <vector>
+
+#include <mxq/mxq.hpp>
+
+#include "support/test_util.hpp"
+
+namespace mxq::test {
+
+struct QuantizeRequest {
+  QuantizeParams params;
+  std::vector<int32_t> ends;  // token-group ends; empty: no groups
+  int32_t pad_rowwise = 0;
+  int32_t pad_colwise = 0;
+  std::vector<float> tensor_amax;  // nvfp4: caller-given amax per batch; empty: computed
+  Backend backend = Backend::cpu;
+};
+
+struct QuantizeResult {
+  QuantizeSizes sizes;
+  std::vector<uint8_t> row_data, row_scales, col_data, col_scales;
+  std::vector<float> s_enc, s_dec;
+  std::vector<int32_t> padded_starts, padded_ends;
+};
+
+// EXPECTs success and that every output byte was written.
+QuantizeResult run_quantize(const HostTensor& input, const QuantizeRequest& req);
+
+// Dequantizes one direction of `q` (req.params.direction is replaced by `dir`) into fp32 values of
+// the output dtype (the op writes out_dtype; the values are widened back exactly).
+std::vector<float> run_dequantize(const QuantizeRequest& req, Direction dir, int64_t batch,
+                                  int64_t rows, int64_t cols, const QuantizeResult& q,
+                                  DType out_dtype = DType::fp32);
+
+}  // namespace mxq::test
