@@ -1,0 +1,109 @@
+#include "bench_cli.hpp"
+
+#include <fstream>
+#include <map>
+#include <ostream>
+#include <stdexcept>
+
+namespace mxq::bench {
+namespace {
+
+const std::map<std::string, Op> kOps = {{"quantize", Op::quantize},
+                                        {"dequantize", Op::dequantize},
+                                        {"pad", Op::pad},
+                                        {"unpad", Op::unpad},
+                                        {"amax", Op::amax}};
+const std::map<std::string, Format> kFormats = {{"mxfp8", Format::mxfp8},
+                                                {"mxfp8_e5m2", Format::mxfp8_e5m2},
+                                                {"mxfp4", Format::mxfp4},
+                                                {"nvfp4", Format::nvfp4}};
+const std::map<std::string, Direction> kDirections = {
+    {"rowwise", Direction::rowwise}, {"colwise", Direction::colwise}, {"both", Direction::both}};
+const std::map<std::string, Backend> kBackends = {
+    {"auto", Backend::auto_}, {"cpu", Backend::cpu}, {"cuda", Backend::cuda}};
+
+const CLI::Validator kShapeText(
+    [](std::string& text) {
+      BenchShape shape;
+      return parse_shape(text, &shape) ? std::string()
+                                       : "expected MxK or ExMxK with positive sizes, got " + text;
+    },
+    "MxK|ExMxK");
+
+}  // namespace
+
+void add_bench_options(CLI::App& app, BenchCli& cli) {
+  BenchOptions& o = cli.options;
+  app.add_option("--op", o.ops, "Ops to time (repeatable): quantize, dequantize, pad, unpad, amax")
+      ->transform(CLI::CheckedTransformer(kOps, CLI::ignore_case));
+  app.add_option("--format", o.formats, "Formats (repeatable): mxfp8, mxfp8_e5m2, mxfp4, nvfp4")
+      ->transform(CLI::CheckedTransformer(kFormats, CLI::ignore_case));
+  app.add_option("--dir", o.directions, "Directions (repeatable): rowwise, colwise, both")
+      ->transform(CLI::CheckedTransformer(kDirections, CLI::ignore_case));
+  app.add_option("--groups", o.groups, "Token-group counts to keep (repeatable; 0 = ungrouped)");
+  app.add_option("--shape", cli.shapes,
+                 "Shapes MxK or ExMxK (repeatable): every selected case kind at each shape")
+      ->check(kShapeText);
+  app.add_option("--backend", o.backend, "auto (cuda if a device is present), cpu or cuda")
+      ->transform(CLI::CheckedTransformer(kBackends, CLI::ignore_case));
+  app.add_option("--runs", o.runs, "Timed runs per case (default 50 on cuda, 5 on cpu)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--warmup", o.warmup, "Warm-up runs per case (default 5 on cuda, 1 on cpu)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_flag("--quick", o.quick, "A few shapes only");
+  app.add_flag("--graph-only", o.graph_only, "Only the CUDA-graph rows");
+  app.add_flag("--no-graph", o.no_graph, "No CUDA-graph rows");
+  app.add_option("--json", cli.json_path, "Also write the results as JSON to this file");
+  app.add_flag("--list", cli.list, "Print the selected cases and exit");
+}
+
+int run_bench(const BenchCli& cli, std::ostream& out, std::ostream& err) {
+  BenchOptions options = cli.options;
+  for (const std::string& text : cli.shapes) {
+    BenchShape shape;
+    if (!parse_shape(text, &shape)) {
+      err << "mxq bench: bad --shape " << text << "\n";
+      return 2;
+    }
+    options.shapes.push_back(shape);
+  }
+  const Backend backend = resolve_backend(options.backend);
+  const std::vector<BenchCase> cases = select_cases(options, backend);
+  if (cli.list) {
+    for (const BenchCase& c : cases)
+      out << op_name(c.op) << ' ' << shape_string(c) << ' ' << format_name(c.format) << ' '
+          << direction_name(c.direction) << ' ' << layout_name(c.layout) << ' '
+          << detail_string(c) << "\n";
+    out << cases.size() << " cases on backend " << backend_name(backend) << "\n";
+    return 0;
+  }
+  std::unique_ptr<BenchRunner> runner;
+  try {
+    runner = std::make_unique<BenchRunner>(options);
+  } catch (const std::exception& e) {
+    err << "mxq bench: " << e.what() << "\n";
+    return 2;
+  }
+  print_header(out, runner->environment());
+  std::vector<BenchResult> results;
+  bool failed = false;
+  for (const BenchCase& c : cases) {
+    results.push_back(runner->run_case(c));
+    print_row(out, results.back());
+    out.flush();
+    failed = failed || results.back().status == RowStatus::error;
+  }
+  if (!cli.json_path.empty()) {
+    std::ofstream file(cli.json_path);
+    file << to_json(runner->environment(), results);
+    if (!file) {
+      err << "mxq bench: cannot write " << cli.json_path << "\n";
+      return 2;
+    }
+    out << "wrote " << cli.json_path << "\n";
+  }
+  if (cases.empty()) err << "mxq bench: no case matches the options\n";
+  return failed ? 1 : 0;
+}
+
+}  // namespace mxq::bench
