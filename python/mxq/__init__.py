@@ -1,0 +1,148 @@
+"""mxq: microscaling (MXFP8 / MXFP4 / NVFP4) quantization for numpy arrays and torch tensors.
+
+A pure-Python package over libmxq's C ABI (include/mxq/mxq.h), loaded with ctypes. numpy arrays run
+on the CPU reference backend; torch CPU tensors on the CPU backend, CUDA tensors on the cuda
+backend on the current stream (no host synchronisation). With torch, every op is also the custom
+op torch.ops.mxq.<name> (torch.compile and CUDA graph friendly). See python/README.md for the
+dtypes and shapes, docs/layouts.md for the byte layouts.
+"""
+from collections import namedtuple
+
+from . import _core
+from ._library import library, library_candidates
+from .errors import CudaError, Error, InvalidArgument, InvalidOffsets, Unsupported
+
+__all__ = [
+    "quantize", "dequantize", "tensor_amax", "pad", "unpad", "swizzle", "unswizzle",
+    "validate_group_ends", "QuantizeResult", "version", "cuda_available", "register_torch_ops",
+    "library", "library_candidates",
+    "Error", "InvalidArgument", "Unsupported", "CudaError", "InvalidOffsets",
+]
+
+QuantizeResult = namedtuple(
+    "QuantizeResult",
+    "row_data row_scales col_data col_scales s_enc s_dec padded_starts padded_ends")
+QuantizeResult.__doc__ = """Outputs of quantize; None where the call writes nothing.
+
+row_data / col_data: codes ([B,] Mr, K) resp. ([B,] K, Mc) (fp4: last dimension halved, two codes
+per byte). row_scales / col_scales: linear: ([B,] Mr, ceil(K/block)) resp. ([B,] K, ceil(Mc/block))
+(+G columns with token groups); blocked: flat ([B,] bytes). s_enc, s_dec: nvfp4 only, float32 (B,).
+padded_starts, padded_ends: int32 (G,), only when a direction pads."""
+
+
+def _torch_mod():
+    from . import _torch as t
+    return t
+
+
+def _np_mod():
+    from . import _numpy as n
+    return n
+
+
+def _is_numpy(x):
+    return type(x).__module__ == "numpy"
+
+
+def register_torch_ops():
+    """Registers torch.ops.mxq.* (done on first use with a torch tensor; call it to get the ops
+    before that, e.g. for torch.library.opcheck)."""
+    _torch_mod()
+
+
+def quantize(x, format="mxfp8", direction="rowwise", scale_rule="rceil", scale_layout="blocked",
+             group_ends=None, pad_rowwise=0, pad_colwise=0, tensor_amax=None):
+    """Quantizes a 2-D (M, K) or 3-D (B, M, K) bf16/fp16/fp32 tensor (numpy: float32, float16, or
+    uint16 bf16 bit patterns).
+
+    format: "mxfp8" (e4m3), "mxfp8_e5m2", "mxfp4", "nvfp4". direction: "rowwise" (1 x block along
+    K), "colwise" (block x 1 along M, data transposed) or "both" (one read). scale_rule: "rceil" or
+    "floor" (MX formats). scale_layout: "linear" or "blocked" (128x4). group_ends: int32 (G,)
+    cumulative token-group ends (2-D only), in the tensor's memory; rowwise scales are then
+    grouped along M, colwise along K. pad_rowwise / pad_colwise: 0 or a power-of-two alignment A:
+    that direction's groups start at multiples of A (fused pad). tensor_amax: nvfp4 only, an
+    optional float32 (B,) amax replacing the computed one.
+    Returns a QuantizeResult; grouped outputs are sized for the upper bound (host-known shapes).
+    """
+    if _is_numpy(x):
+        outs = _core.quantize(_np_mod().ADAPTER, x, format, direction, scale_rule, scale_layout,
+                              group_ends, pad_rowwise, pad_colwise, tensor_amax)
+    else:
+        outs = _torch_mod().quantize(x, format, direction, scale_rule, scale_layout, group_ends,
+                                 pad_rowwise, pad_colwise, tensor_amax)
+    return QuantizeResult(*outs)
+
+
+def dequantize(data, scales, shape, format="mxfp8", direction="rowwise", scale_rule="rceil",
+               scale_layout="blocked", group_ends=None, pad_rowwise=0, pad_colwise=0, s_dec=None,
+               out_dtype=None):
+    """The inverse of one direction of a quantize call made with the same arguments: `data` and
+    `scales` are that direction's outputs, `shape` the logical input shape (M, K) or (B, M, K),
+    s_dec the nvfp4 decode scales. Returns ([B,] rows', K), row-major even for colwise
+    (rows' = padded rows when that direction padded, else M). out_dtype: float32 (default),
+    float16 or bfloat16 (numpy: "bfloat16" gives uint16 bit patterns)."""
+    if _is_numpy(data):
+        key = _np_mod().out_key("fp32" if out_dtype is None else out_dtype)
+        return _core.dequantize(_np_mod().ADAPTER, data, scales, shape, format, direction,
+                                scale_rule, scale_layout, group_ends, pad_rowwise, pad_colwise,
+                                s_dec, key)
+    t = _torch_mod()
+    return t.dequantize(data, scales, shape, format, direction, scale_rule, scale_layout,
+                        group_ends, pad_rowwise, pad_colwise, s_dec,
+                        t.torch.float32 if out_dtype is None else out_dtype)
+
+
+def tensor_amax(x):
+    """max |x| over each batch in float32, shape (B,) (B = 1 for 2-D); NaN wins."""
+    if _is_numpy(x):
+        return _core.tensor_amax(_np_mod().ADAPTER, x)
+    return _torch_mod().tensor_amax(x)
+
+
+def pad(x, group_ends, alignment=32):
+    """Pads each token group of a 2-D (M, width) tensor to a multiple of `alignment` rows.
+    Returns (out (round_up(M + G*A, A), width), padded_starts, padded_ends), int32 offsets."""
+    if _is_numpy(x):
+        return _core.pad(_np_mod().ADAPTER, x, group_ends, alignment)
+    return _torch_mod().pad(x, group_ends, alignment)
+
+
+def unpad(x, group_ends, rows, alignment=32):
+    """The inverse of pad: `rows` = M of the unpadded tensor; rows past the last end are 0."""
+    if _is_numpy(x):
+        return _core.unpad(_np_mod().ADAPTER, x, group_ends, alignment, rows)
+    return _torch_mod().unpad(x, group_ends, alignment, rows)
+
+
+def swizzle(scales, group_ends=None, group_axis="none"):
+    """Linear scale bytes ([B,] R, C) -> the blocked 128x4 layout, flat ([B,] bytes).
+    group_axis: "none", "m" (groups of rows: ends in rows) or "k" (groups of columns: ends in
+    scale columns); groups need a 2-D input."""
+    if _is_numpy(scales):
+        return _core.swizzle(_np_mod().ADAPTER, scales, group_ends, group_axis)
+    return _torch_mod().swizzle(scales, group_ends, group_axis)
+
+
+def unswizzle(blocked, shape, group_ends=None, group_axis="none"):
+    """The inverse of swizzle: blocked bytes back to linear `shape` = ([B,] R, C)."""
+    if _is_numpy(blocked):
+        return _core.unswizzle(_np_mod().ADAPTER, blocked, shape, group_ends, group_axis)
+    return _torch_mod().unswizzle(blocked, shape, group_ends, group_axis)
+
+
+def validate_group_ends(group_ends, rows):
+    """Raises InvalidOffsets (naming the first bad index) unless the ends are monotone and within
+    [0, rows]. The only op that synchronises (it reads device offsets on the host)."""
+    if _is_numpy(group_ends) or isinstance(group_ends, (list, tuple)):
+        return _core.validate_group_ends(_np_mod().ADAPTER, group_ends, rows)
+    return _torch_mod().validate_group_ends(group_ends, rows)
+
+
+def version():
+    """libmxq's version string."""
+    return library().version_string().decode()
+
+
+def cuda_available():
+    """True when libmxq was built with CUDA and a device is present."""
+    return bool(library().cuda_available())

@@ -1,0 +1,250 @@
+"""The ops, written once over an array adapter (numpy arrays or torch tensors, see _numpy.py and
+_torch.py).
+
+Each op: turns its arrays into the C structs of mxq.h (one Packer.fill per struct), asks the
+library for the output sizes, allocates the outputs with the shapes of _shapes.py after checking
+that they hold exactly the library's byte counts, and runs the op. Inputs whose size the library
+cannot check (quantized data and scales, padded payloads) are checked here against the same
+shapes, so that a wrong buffer is an InvalidArgument and never an out-of-bounds access.
+
+An adapter provides:
+  input_view(x) -> (x, (data, batch, rows, cols, row_stride, batch_stride, dtype), batched):
+      the TensorView fields of a 2-D or 3-D input (a copy when its last dimension is strided);
+  ptr(a) -> int address, 0 for None;          nbytes(a) -> int;   shape(a) -> tuple;
+  contiguous(a) -> a, or a contiguous copy;   int32_vector(a, like) -> int32, contiguous, 1-D;
+  float32_vector(a, like) -> float32, contiguous, 1-D;
+  empty(shape, key, like) -> new array; key: "u8", "i32", "f32", "fp8_e4m3", "fp8_e5m2", "e8m0"
+      or an output dtype "bf16", "fp16", "fp32";
+  exec_args(like) -> (backend, stream).
+"""
+import ctypes
+import math
+
+from . import _abi
+from . import _shapes
+from ._library import library
+from ._packing import Packer
+
+_tensor_view = Packer(_abi.TensorView)
+_token_groups = Packer(_abi.TokenGroups)
+_quantize_args = Packer(_abi.QuantizeArgs)
+_dequantize_args = Packer(_abi.DequantizeArgs)
+_pad_args = Packer(_abi.PadArgs)
+_unpad_args = Packer(_abi.UnpadArgs)
+_swizzle_args = Packer(_abi.SwizzleArgs)
+
+# Element dtype of each format's data and scales (the numpy adapter stores every key of one
+# byte as uint8).
+DATA_KEY = {"mxfp8": "fp8_e4m3", "mxfp8_e5m2": "fp8_e5m2", "mxfp4": "u8", "nvfp4": "u8"}
+SCALE_KEY = {"mxfp8": "e8m0", "mxfp8_e5m2": "e8m0", "mxfp4": "e8m0", "nvfp4": "fp8_e4m3"}
+
+
+def _enum(table, what, value):
+    try:
+        return table[value]
+    except KeyError:
+        from .errors import InvalidArgument
+        raise InvalidArgument(f"{what} must be one of {sorted(table)} (got {value!r})") from None
+
+
+def _invalid(message):
+    from .errors import InvalidArgument
+    return InvalidArgument(message)
+
+
+def _numel(shape):
+    return math.prod(shape) if shape is not None else 0
+
+
+def quantize(A, x, format, direction, scale_rule, scale_layout, group_ends, pad_rowwise,
+             pad_colwise, tensor_amax):
+    """The 8 outputs of docs/layouts.md, None where this call writes nothing."""
+    lib = library()
+    fmt = _enum(_abi.FORMAT, "format", format)
+    rule = _enum(_abi.RULE, "scale_rule", scale_rule)
+    layout = _enum(_abi.LAYOUT, "scale_layout", scale_layout)
+    dirn = _enum(_abi.DIRECTION, "direction", direction)
+    x, view, batched = A.input_view(x)
+    backend, stream = A.exec_args(x)
+    ends, G = _groups(A, group_ends, x)
+    amax = A.float32_vector(tensor_amax, x) if tensor_amax is not None else None
+    B, M, K = view[1], view[2], view[3]
+    shapes = _shapes.quantize_shapes(format, direction, scale_layout, batched, B, M, K, G,
+                                     pad_rowwise, pad_colwise)
+    keys = (DATA_KEY[format], SCALE_KEY[format], DATA_KEY[format], SCALE_KEY[format],
+            "f32", "f32", "i32", "i32")
+    # Sizes first: validates the arguments before anything is allocated.
+    args = _quantize_args.fill(*view, fmt, rule, layout, dirn, A.ptr(ends), G, pad_rowwise,
+                               pad_colwise, A.ptr(amax), *([0] * 8), backend, stream)
+    sizes = _abi.QuantizeSizes()
+    lib.check(lib.quantize_sizes(args, sizes))
+    _expect(shapes, sizes)
+    outs = tuple(A.empty(s, k, x) if s is not None else None for s, k in zip(shapes, keys))
+    args = _quantize_args.fill(*view, fmt, rule, layout, dirn, A.ptr(ends), G, pad_rowwise,
+                               pad_colwise, A.ptr(amax), *(A.ptr(o) for o in outs), backend,
+                               stream)
+    lib.check(lib.quantize(args))
+    return outs
+
+
+def _expect(shapes, sizes):
+    """The shapes of _shapes.py must hold exactly what the library will write."""
+    want = (sizes.row_data_bytes, sizes.row_scale_bytes, sizes.col_data_bytes,
+            sizes.col_scale_bytes, sizes.tensor_scale_count, sizes.tensor_scale_count,
+            sizes.padded_offset_count, sizes.padded_offset_count)
+    got = tuple(_numel(s) for s in shapes)
+    if got != want:
+        raise AssertionError(f"mxq: python shapes {shapes} disagree with libmxq sizes {want}")
+
+
+def _groups(A, group_ends, like):
+    if group_ends is None:
+        return None, 0
+    ends = A.int32_vector(group_ends, like)
+    return ends, _len(ends)
+
+
+def _len(a):
+    return a.shape[0]
+
+
+def dequantize(A, data, scales, shape, format, direction, scale_rule, scale_layout, group_ends,
+               pad_rowwise, pad_colwise, s_dec, out_dtype):
+    """One direction of a quantize call back to floats: ([B,] rows', K), never transposed."""
+    lib = library()
+    fmt = _enum(_abi.FORMAT, "format", format)
+    rule = _enum(_abi.RULE, "scale_rule", scale_rule)
+    layout = _enum(_abi.LAYOUT, "scale_layout", scale_layout)
+    if direction not in ("rowwise", "colwise"):
+        raise _invalid(f"direction must be 'rowwise' or 'colwise' for dequantize (got {direction!r})")
+    dirn = _abi.DIRECTION[direction]
+    out_code = _enum({k: v for k, v in _abi.DTYPE.items() if k != "u8"}, "out_dtype", out_dtype)
+    batched, B, M, K = _logical_shape(shape)
+    data, scales = A.contiguous(data), A.contiguous(scales)
+    ends, G = _groups(A, group_ends, data)
+    sdec = A.float32_vector(s_dec, data) if s_dec is not None else None
+    backend, stream = A.exec_args(data)
+    qshapes = _shapes.quantize_shapes(format, direction, scale_layout, batched, B, M, K, G,
+                                      pad_rowwise, pad_colwise)
+    i = 0 if direction == "rowwise" else 2
+    _check_bytes(A, "data", data, qshapes[i])
+    _check_bytes(A, "scales", scales, qshapes[i + 1])
+    out_shape = _shapes.dequantize_shape(direction, batched, B, M, K, G, pad_rowwise, pad_colwise)
+    fields = [fmt, rule, layout, dirn, B, M, K, A.ptr(ends), G, pad_rowwise, pad_colwise,
+              A.ptr(data), A.ptr(scales), A.ptr(sdec), 0, out_code, backend, stream]
+    n = ctypes.c_int64()
+    lib.check(lib.dequantize_size(_dequantize_args.fill(*fields), n))
+    if n.value != _numel(out_shape):
+        raise AssertionError(f"mxq: python shape {out_shape} disagrees with libmxq ({n.value} elements)")
+    out = A.empty(out_shape, out_dtype, data)
+    fields[14] = A.ptr(out)
+    lib.check(lib.dequantize(_dequantize_args.fill(*fields)))
+    return out
+
+
+def _logical_shape(shape):
+    shape = tuple(shape)
+    if len(shape) == 2:
+        return False, 1, shape[0], shape[1]
+    if len(shape) == 3:
+        return True, shape[0], shape[1], shape[2]
+    raise _invalid(f"shape must be (M, K) or (B, M, K) (got {shape})")
+
+
+def _check_bytes(A, what, a, shape):
+    want = _numel(shape)
+    if A.nbytes(a) != want:
+        raise _invalid(f"{what} has {A.nbytes(a)} bytes but this quantize layout has {want} "
+                       f"(shape {shape})")
+
+
+def tensor_amax(A, x):
+    """max |x| per batch, float32 of shape (B,) (B = 1 for a 2-D input)."""
+    lib = library()
+    x, view, _ = A.input_view(x)
+    backend, stream = A.exec_args(x)
+    out = A.empty((view[1],), "f32", x)
+    lib.check(lib.tensor_amax(_tensor_view.fill(*view), A.ptr(out), backend, stream))
+    return out
+
+
+def pad(A, x, group_ends, alignment):
+    """(out, padded_starts, padded_ends): each group copied to start at a multiple of alignment."""
+    lib = library()
+    x, view, batched = A.input_view(x)
+    if batched:
+        raise _invalid(f"pad takes a 2-D tensor (got {view[1]} batches)")
+    backend, stream = A.exec_args(x)
+    ends, G = _groups(A, group_ends, x)
+    rows = ctypes.c_int64()
+    fields = [*view, A.ptr(ends), G, alignment, 0, 0, 0, backend, stream]
+    lib.check(lib.pad_rows(_pad_args.fill(*fields), rows))
+    if rows.value != _shapes.padded_rows(view[2], G, alignment):
+        raise AssertionError("mxq: python padded rows disagree with libmxq")
+    out = A.empty((rows.value, view[3]), "same", x)
+    starts, pends = A.empty((G,), "i32", x), A.empty((G,), "i32", x)
+    fields[10:13] = A.ptr(out), A.ptr(starts), A.ptr(pends)
+    lib.check(lib.pad(_pad_args.fill(*fields)))
+    return out, starts, pends
+
+
+def unpad(A, x, group_ends, alignment, rows):
+    """The inverse of pad: (rows, width); rows past the last end are 0."""
+    lib = library()
+    x, view, batched = A.input_view(x)
+    if batched:
+        raise _invalid(f"unpad takes a 2-D tensor (got {view[1]} batches)")
+    backend, stream = A.exec_args(x)
+    ends, G = _groups(A, group_ends, x)
+    out = A.empty((rows, view[3]), "same", x)
+    lib.check(lib.unpad(_unpad_args.fill(*view, A.ptr(ends), G, alignment, rows, A.ptr(out),
+                                         backend, stream)))
+    return out
+
+
+def _swizzle_fields(A, shape, group_axis, group_ends, like):
+    axis = _enum(_abi.SCALE_GROUPS, "group_axis", group_axis)
+    batched, B, R, C = _logical_shape(shape)
+    ends, G = _groups(A, group_ends, like)
+    return axis, batched, B, R, C, ends, G
+
+
+def swizzle(A, scales, group_ends, group_axis):
+    """Linear ([B,] R, C) scale bytes -> the blocked 128x4 layout, flat (per batch)."""
+    lib = library()
+    scales = A.contiguous(scales)
+    axis, batched, B, R, C, ends, G = _swizzle_fields(A, A.shape(scales), group_axis, group_ends,
+                                                      scales)
+    backend, stream = A.exec_args(scales)
+    fields = [A.ptr(scales), B, R, C, axis, A.ptr(ends), G, 0, backend, stream]
+    n = ctypes.c_int64()
+    lib.check(lib.swizzle_size(_swizzle_args.fill(*fields), n))
+    out_shape = _shapes.swizzle_shape(batched, B, R, C, group_axis, G)
+    if n.value != _numel(out_shape):
+        raise AssertionError(f"mxq: python shape {out_shape} disagrees with libmxq ({n.value} bytes)")
+    out = A.empty(out_shape, "same", scales)
+    fields[7] = A.ptr(out)
+    lib.check(lib.swizzle(_swizzle_args.fill(*fields)))
+    return out
+
+
+def unswizzle(A, blocked, shape, group_ends, group_axis):
+    """The inverse of swizzle: the blocked buffer back to linear `shape` = ([B,] R, C)."""
+    lib = library()
+    blocked = A.contiguous(blocked)
+    axis, batched, B, R, C, ends, G = _swizzle_fields(A, shape, group_axis, group_ends, blocked)
+    _check_bytes(A, "blocked scales", blocked, _shapes.swizzle_shape(batched, B, R, C, group_axis, G))
+    backend, stream = A.exec_args(blocked)
+    out = A.empty(tuple(shape), "same", blocked)
+    lib.check(lib.unswizzle(_swizzle_args.fill(0, B, R, C, axis, A.ptr(ends), G, A.ptr(blocked),
+                                               backend, stream), A.ptr(out)))
+    return out
+
+
+def validate_group_ends(A, group_ends, rows):
+    """Raises InvalidOffsets naming the first bad index. Synchronises the stream (cuda)."""
+    lib = library()
+    ends = A.int32_vector(group_ends, group_ends)
+    backend, stream = A.exec_args(ends)
+    groups = _token_groups.fill(A.ptr(ends), _len(ends))
+    lib.check(lib.validate_group_ends(groups, rows, backend, stream))
