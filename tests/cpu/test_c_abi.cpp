@@ -286,9 +286,13 @@ TEST(CAbi, ErrorsGiveTheCodeAndAThreadLocalMessage) {
   EXPECT_EQ(mxq_pad(&cp), MXQ_ERR_INVALID_ARGUMENT);
   EXPECT_STREQ(mxq_last_error(), "pad: alignment (48) must be a power of two in [1, 4096]");
 
+  std::vector<uint8_t> host_in(16, 1), host_out(512, 0);
   mxq_swizzle_args sw{};
+  sw.in = host_in.data();
   sw.batch = 1;
-  sw.backend = MXQ_BACKEND_CUDA;
+  sw.rows = sw.cols = 4;
+  sw.out = host_out.data();
+  sw.backend = MXQ_BACKEND_CUDA;  // host memory: no CUDA here, or the wrong kind of memory
   EXPECT_EQ(mxq_swizzle(&sw), mxq_cuda_available() ? MXQ_ERR_INVALID_ARGUMENT : MXQ_ERR_UNSUPPORTED);
   EXPECT_EQ(mxq_cuda_available(), cuda_available() ? 1 : 0);
 
