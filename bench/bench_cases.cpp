@@ -183,9 +183,6 @@ std::string case_key(const BenchCase& c, bool with_shape) {
   return key.str();
 }
 
-// Quantize-only fields mean nothing to the other ops; the kinds ignore them there.
-bool format_matters(Op op) { return op == Op::quantize || op == Op::dequantize; }
-
 }  // namespace
 
 std::vector<BenchCase> default_cases(Backend backend, bool quick) {
@@ -207,7 +204,7 @@ std::vector<BenchCase> select_cases(const BenchOptions& o, Backend backend) {
   std::vector<BenchCase> kept;
   for (const BenchCase& c : default_cases(backend, o.quick)) {
     if (!allowed(o.ops, c.op)) continue;
-    if (format_matters(c.op)) {
+    if (op_has_format(c.op)) {
       if (!allowed(o.formats, c.format) || !allowed(o.directions, c.direction)) continue;
     } else if (format_filter && o.ops.empty()) {
       continue;  // --format / --dir without --op: quantize and dequantize rows only
@@ -287,6 +284,17 @@ std::string shape_string(const BenchCase& c) {
   return s.str();
 }
 
+bool op_has_format(Op op) { return op == Op::quantize || op == Op::dequantize; }
+
+std::string case_label(const BenchCase& c) {
+  const bool f = op_has_format(c.op);
+  std::ostringstream s;
+  s << op_name(c.op) << ' ' << shape_string(c) << ' ' << (f ? format_name(c.format) : dtype_name(c.dtype))
+    << ' ' << (f ? direction_name(c.direction) : "-") << ' ' << (f ? layout_name(c.layout) : "-")
+    << ' ' << detail_string(c);
+  return s.str();
+}
+
 std::string detail_string(const BenchCase& c) {
   std::ostringstream s;
   const char* sep = "";
@@ -295,8 +303,8 @@ std::string detail_string(const BenchCase& c) {
     (s << ... << parts);
     sep = " ";
   };
-  if (format_matters(c.op) && c.format != Format::nvfp4) add(rule_name(c.rule));
-  if (format_matters(c.op) && c.format == Format::nvfp4 && c.op == Op::quantize)
+  if (op_has_format(c.op) && c.format != Format::nvfp4) add(rule_name(c.rule));
+  if (op_has_format(c.op) && c.format == Format::nvfp4 && c.op == Op::quantize)
     add(c.amax_given ? "amax=given" : "amax=computed");
   if (c.groups > 0) add("G=", c.groups);
   if (c.alignment > 0) add("A=", c.alignment);

@@ -70,10 +70,7 @@ int run_bench(const BenchCli& cli, std::ostream& out, std::ostream& err) {
   const Backend backend = resolve_backend(options.backend);
   const std::vector<BenchCase> cases = select_cases(options, backend);
   if (cli.list) {
-    for (const BenchCase& c : cases)
-      out << op_name(c.op) << ' ' << shape_string(c) << ' ' << format_name(c.format) << ' '
-          << direction_name(c.direction) << ' ' << layout_name(c.layout) << ' '
-          << detail_string(c) << "\n";
+    for (const BenchCase& c : cases) out << case_label(c) << "\n";
     out << cases.size() << " cases on backend " << backend_name(backend) << "\n";
     return 0;
   }

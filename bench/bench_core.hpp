@@ -118,6 +118,10 @@ const char* rule_name(ScaleRule r);
 const char* dtype_name(DType t);
 const char* backend_name(Backend b);
 std::string shape_string(const BenchCase& c);  // "MxK" or "ExNxK"
+// Whether format, direction and layout mean anything for the op (quantize, dequantize).
+bool op_has_format(Op op);
+// "op shape format dir layout detail", "-" for what the op has not.
+std::string case_label(const BenchCase& c);
 std::string detail_string(const BenchCase& c); // rule, groups, padding, amax, graph
 // Parses "MxK" or "ExMxK"; false on malformed input.
 bool parse_shape(const std::string& text, BenchShape* shape);

@@ -40,8 +40,6 @@ const char* status_name(RowStatus s) {
   return "?";
 }
 
-bool has_format(Op op) { return op == Op::quantize || op == Op::dequantize; }
-
 }  // namespace
 
 void print_header(std::ostream& os, const BenchEnvironment& env) {
@@ -61,9 +59,9 @@ void print_header(std::ostream& os, const BenchEnvironment& env) {
 
 void print_row(std::ostream& os, const BenchResult& r) {
   const BenchCase& c = r.c;
-  const char* format = has_format(c.op) ? format_name(c.format) : dtype_name(c.dtype);
-  const char* dir = has_format(c.op) ? direction_name(c.direction) : "-";
-  const char* layout = has_format(c.op) ? layout_name(c.layout) : "-";
+  const char* format = op_has_format(c.op) ? format_name(c.format) : dtype_name(c.dtype);
+  const char* dir = op_has_format(c.op) ? direction_name(c.direction) : "-";
+  const char* layout = op_has_format(c.op) ? layout_name(c.layout) : "-";
   if (r.status != RowStatus::ok) {
     os << row_text(op_name(c.op), shape_string(c), format, dir, layout, detail_string(c),
                    status_name(r.status), "", "", "")
@@ -99,7 +97,7 @@ std::string to_json(const BenchEnvironment& env, const std::vector<BenchResult>&
     j["op"] = op_name(c.op);
     j["shape"] = {c.batch, c.rows, c.cols};
     j["dtype"] = dtype_name(c.dtype);
-    if (has_format(c.op)) {
+    if (op_has_format(c.op)) {
       j["format"] = format_name(c.format);
       j["direction"] = direction_name(c.direction);
       j["layout"] = layout_name(c.layout);
