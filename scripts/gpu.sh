@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# On a machine with a CUDA GPU: configure + build with CUDA, run the GPU tests (ctest label gpu),
+# run compute-sanitizer memcheck / racecheck / initcheck on them (MXQ_TEST_QUICK=1: small shapes),
+# run the benchmark if it was built, and print a summary table last.
+#   usage: scripts/gpu.sh LOG_DIR
+#   env:   MXQ_GPU_BUILD_DIR (default build), MXQ_CUDA_ARCHS (default 90a),
+#          MXQ_GPU_STEPS (default "build test sanitize bench"), MXQ_BENCH_ARGS (extra bench args)
+set -uo pipefail
+LOG_DIR=${1:?usage: scripts/gpu.sh LOG_DIR}
+mkdir -p "$LOG_DIR"
+LOG_DIR=$(cd "$LOG_DIR" && pwd)
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+export PATH="/usr/local/cuda/bin:${PATH}"
+BUILD=${MXQ_GPU_BUILD_DIR:-build}
+ARCHS=${MXQ_CUDA_ARCHS:-90a}
+STEPS=${MXQ_GPU_STEPS:-build test sanitize bench}
+SUMMARY=()
+
+# step NAME COMMAND...: runs COMMAND with its output in LOG_DIR/NAME.log; records status and time.
+step() {
+  local name=$1; shift
+  local t0=$SECONDS
+  "$@" >"$LOG_DIR/$name.log" 2>&1
+  local rc=$?
+  local status=ok
+  [ $rc -eq 0 ] || status="FAIL(rc=$rc)"
+  SUMMARY+=("$(printf '%-34s %-12s %5ss' "$name" "$status" $((SECONDS - t0)))")
+  echo "gpu.sh: $name: $status" >&2
+  return $rc
+}
+
+wants() { [[ " $STEPS " == *" $1 "* ]]; }
+
+nvidia-smi >"$LOG_DIR/nvidia-smi.log" 2>&1 || true
+
+if wants build; then
+  step configure cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMXQ_ENABLE_CUDA=ON \
+    -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" -DMXQ_PTXAS_VERBOSE=ON
+  step build cmake --build "$BUILD" -j16
+fi
+
+GPU_TESTS=$(ls "$BUILD"/tests/test_cuda_* 2>/dev/null | grep -v '\.' || true)
+
+if wants test; then
+  step ctest_gpu ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 600
+fi
+
+if wants sanitize; then
+  for tool in memcheck racecheck initcheck; do
+    for exe in $GPU_TESTS; do
+      step "sanitize_${tool}_$(basename "$exe")" env MXQ_TEST_QUICK=1 \
+        compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe"
+    done
+  done
+fi
+
+if wants bench; then
+  if [ -x "$BUILD/bench/mxq_bench" ]; then
+    # shellcheck disable=SC2086
+    step bench "$BUILD/bench/mxq_bench" --backend cuda --json "$LOG_DIR/bench.json" ${MXQ_BENCH_ARGS:-}
+  else
+    SUMMARY+=("$(printf '%-34s %-12s' bench "skipped (no $BUILD/bench/mxq_bench)")")
+  fi
+fi
+
+echo
+echo "==== gpu.sh summary (logs in $LOG_DIR) ===="
+printf '%s\n' "${SUMMARY[@]}"
+grep -h -E '^\[  (PASSED|FAILED) |tests passed|ERROR SUMMARY' "$LOG_DIR"/ctest_gpu.log "$LOG_DIR"/sanitize_*.log 2>/dev/null | sort | uniq -c
+if [ -f "$LOG_DIR/bench.log" ]; then
+  echo "---- bench (last lines) ----"
+  tail -n 60 "$LOG_DIR/bench.log"
+fi

@@ -1,0 +1,53 @@
+// Small helpers shared by the CUDA kernels and launchers: stream cast, launch-error check,
+// alignment tests and the input element types.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <string>
+
+#include <mxq/mxq.hpp>
+#include <mxq/numerics.hpp>
+
+namespace mxq::cuda {
+
+inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
+
+inline Status cuda_status(const char* op, cudaError_t e) {
+  if (e == cudaSuccess) return {};
+  return Status::error(Code::cuda_error,
+                       std::string(op) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+}
+
+// Status of the launches just made on this thread (clears the non-sticky error).
+inline Status launch_status(const char* op) { return cuda_status(op, cudaGetLastError()); }
+
+inline bool aligned_to(const void* p, uintptr_t bytes) {
+  return (reinterpret_cast<uintptr_t>(p) % bytes) == 0;
+}
+
+// Input element types: the raw storage and the exact widening to fp32 of the numerics core.
+struct Bf16In {
+  using Raw = uint16_t;
+  static __device__ __forceinline__ float to_float(Raw h) { return num::bf16_to_float(h); }
+};
+struct Fp16In {
+  using Raw = uint16_t;
+  static __device__ __forceinline__ float to_float(Raw h) { return num::fp16_to_float(h); }
+};
+struct Fp32In {
+  using Raw = float;
+  static __device__ __forceinline__ float to_float(Raw f) { return f; }
+};
+
+// Calls fn(InputType{}) for a runtime input dtype (bf16, fp16 or fp32).
+template <class Fn>
+decltype(auto) dispatch_input(DType t, Fn&& fn) {
+  switch (t) {
+    case DType::fp16: return fn(Fp16In{});
+    case DType::fp32: return fn(Fp32In{});
+    default: return fn(Bf16In{});
+  }
+}
+
+}  // namespace mxq::cuda

@@ -1,0 +1,63 @@
+// mxq::cuda::dequantize: MX formats (8-bit codes), rowwise or colwise data, linear or blocked
+// scales, to bf16 / fp16 / fp32.
+#include "../../backend.hpp"
+#include "../common.cuh"
+#include "kernel.cuh"
+
+namespace mxq::cuda {
+namespace {
+
+template <class Fmt, class Out>
+Status launch(const dequant::Problem& p, bool colwise, int64_t tiles, cudaStream_t stream) {
+  const dim3 block(dequant::kTile, dequant::kRowsPerPass);
+  if (colwise) {
+    dequant::dequantize_tile_kernel<Fmt, Out, true><<<static_cast<unsigned>(tiles), block, 0, stream>>>(p);
+  } else {
+    dequant::dequantize_tile_kernel<Fmt, Out, false><<<static_cast<unsigned>(tiles), block, 0, stream>>>(p);
+  }
+  return launch_status("dequantize");
+}
+
+template <class Fmt>
+Status launch_out(DType out, const dequant::Problem& p, bool colwise, int64_t tiles, cudaStream_t stream) {
+  switch (out) {
+    case DType::fp16: return launch<Fmt, dequant::Fp16Out>(p, colwise, tiles, stream);
+    case DType::fp32: return launch<Fmt, dequant::Fp32Out>(p, colwise, tiles, stream);
+    default: return launch<Fmt, dequant::Bf16Out>(p, colwise, tiles, stream);
+  }
+}
+
+}  // namespace
+
+Status dequantize(const DequantizeArgs& a) {
+  const Format f = a.params.format;
+  if (f != Format::mxfp8 && f != Format::mxfp8_e5m2) {
+    return Status::error(Code::unsupported, "dequantize: the cuda backend serves mxfp8 and mxfp8_e5m2 only so far");
+  }
+  if (a.groups.groups.count > 0) {
+    return Status::error(Code::unsupported, "dequantize: the cuda backend does not serve token groups yet");
+  }
+  const bool colwise = a.params.direction == Direction::colwise;
+  const int block = num::format_block(f);
+  dequant::Problem p;
+  p.data = static_cast<const uint8_t*>(a.data);
+  p.scales = a.scales;
+  p.out = a.out;
+  p.M = a.rows;
+  p.K = a.cols;
+  p.blocked = a.params.layout == ScaleLayout::blocked;
+  // Logical scale matrix: rowwise (M, ceil(K/b)), colwise (K, ceil(M/b)).
+  const int64_t scale_rows = colwise ? p.K : p.M;
+  p.scale_cols = num::ceil_div(colwise ? p.M : p.K, block);
+  p.scale_batch = p.blocked ? num::blocked_bytes(scale_rows, p.scale_cols) : scale_rows * p.scale_cols;
+  p.tiles_m = num::ceil_div(p.M, dequant::kTile);
+  p.tiles_k = num::ceil_div(p.K, dequant::kTile);
+  const int64_t tiles = a.batch * p.tiles_m * p.tiles_k;
+  if (tiles == 0) return {};
+  if (tiles > 0x7FFFFFFF) return Status::error(Code::unsupported, "dequantize: more than 2^31 - 1 tiles");
+  const cudaStream_t stream = as_stream(a.stream);
+  return f == Format::mxfp8_e5m2 ? launch_out<num::MXFP8_E5M2>(a.out_dtype, p, colwise, tiles, stream)
+                                 : launch_out<num::MXFP8>(a.out_dtype, p, colwise, tiles, stream);
+}
+
+}  // namespace mxq::cuda

@@ -1,0 +1,85 @@
+// mxq::cuda::quantize: picks the tile kernel for (input dtype, format, directions), fills its
+// Problem from validated arguments and launches it on the caller's stream.
+#include "../../backend.hpp"
+#include "../common.cuh"
+#include "kernel.cuh"
+
+namespace mxq::cuda {
+namespace {
+
+quant::Problem make_problem(const QuantizeArgs& a, int block) {
+  const TensorView& t = a.input;
+  const int64_t esize = dtype_size(t.dtype);
+  quant::Problem p;
+  p.in = t.data;
+  p.batch = t.batch;
+  p.M = t.rows;
+  p.K = t.cols;
+  p.row_stride = t.rstride();
+  p.batch_stride = t.bstride();
+  p.rule = a.params.rule;
+  p.blocked = a.params.layout == ScaleLayout::blocked;
+  p.row_data = static_cast<uint8_t*>(a.out.row_data);
+  p.row_scales = a.out.row_scales;
+  p.col_data = static_cast<uint8_t*>(a.out.col_data);
+  p.col_scales = a.out.col_scales;
+  p.row_scale_cols = num::ceil_div(p.K, block);
+  p.col_scale_cols = num::ceil_div(p.M, block);
+  p.row_scale_batch = p.blocked ? num::blocked_bytes(p.M, p.row_scale_cols) : p.M * p.row_scale_cols;
+  p.col_scale_batch = p.blocked ? num::blocked_bytes(p.K, p.col_scale_cols) : p.K * p.col_scale_cols;
+  p.tiles_m = num::ceil_div(p.M, quant::kTileRows);
+  p.tiles_k = num::ceil_div(p.K, quant::kTileCols);
+  p.vec_in = aligned_to(t.data, 16) && (p.row_stride * esize) % 16 == 0 && (p.batch_stride * esize) % 16 == 0;
+  // Rowwise stores one load's codes (4 or 8 bytes); colwise stores 16 bytes.
+  p.vec_row_out = aligned_to(p.row_data, 8) && p.K % 8 == 0;
+  p.vec_col_out = aligned_to(p.col_data, 16) && p.M % 16 == 0;
+  p.vec_scales = aligned_to(p.row_scales, 16) && aligned_to(p.col_scales, 16);
+  return p;
+}
+
+template <class In, class Fmt, bool ROW, bool COL>
+Status launch(const quant::Problem& p, int64_t tiles, cudaStream_t stream) {
+  auto kernel = quant::quantize_tile_kernel<In, Fmt, ROW, COL>;
+  const size_t smem = COL ? static_cast<size_t>(quant::TileTraits<In, Fmt>::staged_tile_bytes) : 0;
+  if (smem > 48 * 1024) {
+    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(smem));
+    if (e != cudaSuccess) return cuda_status("quantize", e);
+  }
+  kernel<<<static_cast<unsigned>(tiles), quant::kThreads, smem, stream>>>(p);
+  return launch_status("quantize");
+}
+
+template <class In, class Fmt>
+Status launch_directions(Direction d, const quant::Problem& p, int64_t tiles, cudaStream_t stream) {
+  switch (d) {
+    case Direction::rowwise: return launch<In, Fmt, true, false>(p, tiles, stream);
+    case Direction::colwise: return launch<In, Fmt, false, true>(p, tiles, stream);
+    default: return launch<In, Fmt, true, true>(p, tiles, stream);
+  }
+}
+
+}  // namespace
+
+Status quantize(const QuantizeArgs& args, const QuantizeSizes&) {
+  const Format f = args.params.format;
+  if (f != Format::mxfp8 && f != Format::mxfp8_e5m2) {
+    return Status::error(Code::unsupported, "quantize: the cuda backend serves mxfp8 and mxfp8_e5m2 only so far");
+  }
+  if (args.groups.groups.count > 0) {
+    return Status::error(Code::unsupported, "quantize: the cuda backend does not serve token groups yet");
+  }
+  const quant::Problem p = make_problem(args, num::format_block(f));
+  const int64_t tiles = p.batch * p.tiles_m * p.tiles_k;
+  if (tiles == 0) return {};
+  if (tiles > 0x7FFFFFFF) return Status::error(Code::unsupported, "quantize: more than 2^31 - 1 tiles");
+  const cudaStream_t stream = as_stream(args.stream);
+  return dispatch_input(args.input.dtype, [&](auto in) {
+    using In = decltype(in);
+    return f == Format::mxfp8_e5m2
+               ? launch_directions<In, num::MXFP8_E5M2>(args.params.direction, p, tiles, stream)
+               : launch_directions<In, num::MXFP8>(args.params.direction, p, tiles, stream);
+  });
+}
+
+}  // namespace mxq::cuda
