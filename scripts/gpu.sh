@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # On a machine with a CUDA GPU: configure + build with CUDA, run the GPU tests (ctest label gpu),
-# run compute-sanitizer memcheck / racecheck / initcheck on them (MXQ_TEST_QUICK=1: small shapes),
-# run the benchmark if it was built, and print a summary table last.
+# run the benchmark if it was built, run compute-sanitizer memcheck / racecheck / initcheck on the
+# GPU tests (MXQ_TEST_QUICK=1: small shapes), and print a summary table last.
 #   usage: scripts/gpu.sh LOG_DIR
 #   env:   MXQ_GPU_BUILD_DIR (default build), MXQ_CUDA_ARCHS (default 90a),
-#          MXQ_GPU_STEPS (default "build test sanitize bench"), MXQ_BENCH_ARGS (extra bench args)
+#          MXQ_GPU_STEPS (default "build test bench sanitize"), MXQ_BENCH_ARGS (extra bench args)
 set -uo pipefail
 LOG_DIR=${1:?usage: scripts/gpu.sh LOG_DIR}
 mkdir -p "$LOG_DIR"
@@ -13,7 +13,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 export PATH="/usr/local/cuda/bin:${PATH}"
 BUILD=${MXQ_GPU_BUILD_DIR:-build}
 ARCHS=${MXQ_CUDA_ARCHS:-90a}
-STEPS=${MXQ_GPU_STEPS:-build test sanitize bench}
+STEPS=${MXQ_GPU_STEPS:-build test bench sanitize}
 SUMMARY=()
 
 # step NAME COMMAND...: runs COMMAND with its output in LOG_DIR/NAME.log; records status and time.
@@ -36,22 +36,13 @@ nvidia-smi >"$LOG_DIR/nvidia-smi.log" 2>&1 || true
 if wants build; then
   step configure cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMXQ_ENABLE_CUDA=ON \
     -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" -DMXQ_PTXAS_VERBOSE=ON
-  step build cmake --build "$BUILD" -j16
+  step build cmake --build "$BUILD" -j16 -- -k 0  # keep going: one broken target must not hide the rest
 fi
 
 GPU_TESTS=$(ls "$BUILD"/tests/test_cuda_* 2>/dev/null | grep -v '\.' || true)
 
 if wants test; then
   step ctest_gpu ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 600
-fi
-
-if wants sanitize; then
-  for tool in memcheck racecheck initcheck; do
-    for exe in $GPU_TESTS; do
-      step "sanitize_${tool}_$(basename "$exe")" env MXQ_TEST_QUICK=1 \
-        compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe"
-    done
-  done
 fi
 
 if wants bench; then
@@ -61,6 +52,15 @@ if wants bench; then
   else
     SUMMARY+=("$(printf '%-34s %-12s' bench "skipped (no $BUILD/bench/mxq_bench)")")
   fi
+fi
+
+if wants sanitize; then
+  for tool in memcheck racecheck initcheck; do
+    for exe in $GPU_TESTS; do
+      step "sanitize_${tool}_$(basename "$exe")" env MXQ_TEST_QUICK=1 \
+        compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe"
+    done
+  done
 fi
 
 echo
