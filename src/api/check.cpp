@@ -7,16 +7,6 @@
 
 namespace mxq::api {
 
-const char* name(DType t) {
-  switch (t) {
-    case DType::bf16: return "bf16";
-    case DType::fp16: return "fp16";
-    case DType::fp32: return "fp32";
-    case DType::u8: return "u8";
-  }
-  return "unknown";
-}
-
 const char* name(Format f) {
   switch (f) {
     case Format::mxfp8: return "mxfp8";

@@ -38,7 +38,6 @@ constexpr int64_t kMaxGroups = int64_t{1} << 20;
 constexpr int32_t kMaxAlignment = 4096;
 
 // Enum names for messages; "unknown" is not reachable after the range checks.
-const char* name(DType t);
 const char* name(Format f);
 const char* name(Direction d);
 
