@@ -1,0 +1,133 @@
+// pad and unpad of token groups (SPEC.md section 6, docs/layouts.md "pad / unpad") on the device:
+// offsets stay on the device, every CTA derives the group spans it needs (group_scan.cuh) and
+// copies its own contiguous range of output rows, a warp per row; every output byte is written.
+#include <algorithm>
+
+#include "backend.hpp"
+#include "cuda/common.cuh"
+#include "cuda/groups/group_scan.cuh"
+#include "cuda/groups/launch_shape.cuh"
+#include "cuda/groups/row_copy.cuh"
+
+namespace mxq::cuda {
+namespace {
+
+constexpr int kThreads = 512, kItems = 2, kChunk = kThreads * kItems, kWarps = kThreads / 32;
+constexpr int64_t kMinRowsPerCta = 2 * kWarps;
+
+struct RowCopyParams {
+  const uint8_t* in;
+  int64_t in_stride;  // bytes between input rows
+  uint8_t* out;       // contiguous rows of row_bytes
+  int64_t row_bytes;
+  const int32_t* ends;
+  int64_t groups;
+  int64_t limit;       // M: the rows the ends are clamped to
+  int64_t alignment;
+  int64_t out_rows;
+  int64_t rows_per_cta;
+};
+
+template <class V>
+__device__ void copy_or_zero(const RowCopyParams& p, int64_t out_row, int64_t in_row) {
+  const V* src = in_row >= 0 ? reinterpret_cast<const V*>(p.in + in_row * p.in_stride) : nullptr;
+  warp_copy_row(src, reinterpret_cast<V*>(p.out + out_row * p.row_bytes), p.row_bytes / int64_t(sizeof(V)),
+                threadIdx.x % 32);
+}
+
+// Output row r of pad lies in the padded span of one group: a copy of its input row, or padding.
+// CTA 0 walks every group and also writes the padded offsets.
+template <class V>
+__global__ void __launch_bounds__(kThreads) pad_kernel(RowCopyParams p, int32_t* padded_starts, int32_t* padded_ends) {
+  __shared__ GroupChunkStorage<kChunk> s;
+  const int64_t r0 = blockIdx.x * p.rows_per_cta, r1 = min(p.out_rows, r0 + p.rows_per_cta);
+  const int warp = threadIdx.x / 32;
+  int64_t end = 0, padded_end = 0;
+  auto body = [&](const GroupChunk<kChunk>& c) {
+    if (blockIdx.x == 0)
+      for (int j = threadIdx.x; j < c.count; j += kThreads) {
+        padded_starts[c.first + j] = static_cast<int32_t>(c.padded_begin_of(j));
+        padded_ends[c.first + j] = static_cast<int32_t>(c.padded_end_of(j));
+      }
+    const int64_t hi = min(r1, c.chunk_padded_end());
+    for (int64_t r = max(r0, c.chunk_padded_begin()) + warp; r < hi; r += kWarps) {
+      const int j = c.find_by_padded_end(r);
+      const int64_t in_row = c.begin_of(j) + (r - c.padded_begin_of(j));
+      copy_or_zero<V>(p, r, in_row < c.end_of(j) ? in_row : -1);
+    }
+    return blockIdx.x == 0 || c.chunk_padded_end() < r1;
+  };
+  for_each_group_chunk<kThreads, kItems>(p.ends, p.groups, p.limit, PadToMultiple{p.alignment}, s, body, &end,
+                                         &padded_end);
+  for (int64_t r = max(r0, padded_end) + warp; r < r1; r += kWarps) copy_or_zero<V>(p, r, -1);
+}
+
+// Output row r of unpad lies in one group (a copy from its padded span) or past the last end (0).
+template <class V>
+__global__ void __launch_bounds__(kThreads) unpad_kernel(RowCopyParams p) {
+  __shared__ GroupChunkStorage<kChunk> s;
+  const int64_t r0 = blockIdx.x * p.rows_per_cta, r1 = min(p.out_rows, r0 + p.rows_per_cta);
+  const int warp = threadIdx.x / 32;
+  int64_t end = 0, padded_end = 0;
+  auto body = [&](const GroupChunk<kChunk>& c) {
+    const int64_t hi = min(r1, c.chunk_end());
+    for (int64_t r = max(r0, c.chunk_begin()) + warp; r < hi; r += kWarps) {
+      const int j = c.find_by_end(r);
+      copy_or_zero<V>(p, r, c.padded_begin_of(j) + (r - c.begin_of(j)));
+    }
+    return c.chunk_end() < r1;
+  };
+  for_each_group_chunk<kThreads, kItems>(p.ends, p.groups, p.limit, PadToMultiple{p.alignment}, s, body, &end,
+                                         &padded_end);
+  for (int64_t r = max(r0, end) + warp; r < r1; r += kWarps) copy_or_zero<V>(p, r, -1);
+}
+
+RowCopyParams row_copy_params(const TensorView& input, const TokenGroups& groups, int32_t alignment, void* out,
+                              int64_t out_rows, int64_t limit) {
+  const int64_t elem = dtype_size(input.dtype);
+  return {static_cast<const uint8_t*>(input.data), input.rstride() * elem, static_cast<uint8_t*>(out),
+          input.cols * elem, groups.ends, groups.count, limit, alignment, out_rows, 0};
+}
+
+int access_width(const RowCopyParams& p) {
+  return widest_access({reinterpret_cast<uintptr_t>(p.in), reinterpret_cast<uintptr_t>(p.out), uint64_t(p.in_stride),
+                        uint64_t(p.row_bytes)});
+}
+
+}  // namespace
+
+Status pad(const PadArgs& args, int64_t out_rows) {
+  const char* op = "pad";
+  if (out_rows == 0) return {};  // no rows and no groups
+  RowCopyParams p = row_copy_params(args.input, args.groups, args.alignment, args.out, out_rows, args.input.rows);
+  cudaError_t e = cudaSuccess;
+  dispatch_access(access_width(p), [&](auto v) {
+    using V = decltype(v);
+    RangeGrid g;
+    e = range_grid(reinterpret_cast<const void*>(&pad_kernel<V>), kThreads, out_rows, kMinRowsPerCta, &g);
+    if (e != cudaSuccess) return;
+    p.rows_per_cta = g.per_cta;
+    pad_kernel<V><<<g.ctas, kThreads, 0, as_stream(args.stream)>>>(p, args.padded_starts, args.padded_ends);
+  });
+  if (e != cudaSuccess) return cuda_status(op, e);
+  return launch_status(op);
+}
+
+Status unpad(const UnpadArgs& args) {
+  const char* op = "unpad";
+  if (args.rows == 0) return {};
+  RowCopyParams p = row_copy_params(args.input, args.groups, args.alignment, args.out, args.rows, args.rows);
+  cudaError_t e = cudaSuccess;
+  dispatch_access(access_width(p), [&](auto v) {
+    using V = decltype(v);
+    RangeGrid g;
+    e = range_grid(reinterpret_cast<const void*>(&unpad_kernel<V>), kThreads, args.rows, kMinRowsPerCta, &g);
+    if (e != cudaSuccess) return;
+    p.rows_per_cta = g.per_cta;
+    unpad_kernel<V><<<g.ctas, kThreads, 0, as_stream(args.stream)>>>(p);
+  });
+  if (e != cudaSuccess) return cuda_status(op, e);
+  return launch_status(op);
+}
+
+}  // namespace mxq::cuda
