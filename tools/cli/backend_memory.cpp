@@ -109,6 +109,18 @@ void BackendBuffer::fill(uint8_t byte) {
   std::memset(ptr_, byte, bytes_);
 }
 
+Staged stage(Backend backend, const void* host, size_t bytes) {
+  Staged s;
+  if (backend == Backend::cpu) {
+    s.ptr = host;
+    return s;
+  }
+  s.owner = BackendBuffer(backend, bytes);
+  s.owner.upload(host, bytes);
+  s.ptr = s.owner.data();
+  return s;
+}
+
 void synchronize(Backend backend) {
 #ifdef MXQ_CLI_WITH_CUDA
   if (backend == Backend::cuda) check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");

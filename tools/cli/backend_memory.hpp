@@ -43,6 +43,14 @@ class BackendBuffer {
   size_t bytes_ = 0;
 };
 
+// Host data made readable by a backend: the host pointer itself for cpu (no copy, e.g. straight
+// from a memory-mapped checkpoint), a device copy for cuda.
+struct Staged {
+  BackendBuffer owner;
+  const void* ptr = nullptr;
+};
+Staged stage(Backend backend, const void* host, size_t bytes);
+
 // Waits for every op queued on the backend (a no-op for cpu); for honest timings.
 void synchronize(Backend backend);
 

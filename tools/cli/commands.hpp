@@ -9,5 +9,9 @@ class App;
 namespace mxq::cli {
 
 void register_demo(CLI::App& app);
+void register_quantize(CLI::App& app);
+void register_dequantize(CLI::App& app);
+void register_inspect(CLI::App& app);
+void register_bench(CLI::App& app);
 
 }  // namespace mxq::cli

@@ -8,6 +8,7 @@
 
 #include "cli_error.hpp"
 #include "commands.hpp"
+#include "safetensors_reader.hpp"
 
 int main(int argc, char** argv) {
   using namespace mxq::cli;
@@ -16,11 +17,19 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("mxq ") + mxq::version());
   app.require_subcommand(1);
   register_demo(app);
+  register_quantize(app);
+  register_dequantize(app);
+  register_inspect(app);
+  register_bench(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);  // prints help, version or the parse error
     return code == 0 ? kExitOk : kExitUsage;
+  } catch (const mxq::st::SafetensorsError& e) {
+    std::fflush(stdout);
+    std::fprintf(stderr, "mxq: error: %s\n", e.what());
+    return kExitBadInput;
   } catch (const CliError& e) {
     std::fflush(stdout);
     std::fprintf(stderr, "mxq: error: %s\n", e.what());

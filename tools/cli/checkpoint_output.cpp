@@ -1,0 +1,106 @@
+#include "checkpoint_output.hpp"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "cli_error.hpp"
+
+namespace mxq::cli {
+namespace {
+
+std::string real_path(const std::string& path) {
+  char buf[PATH_MAX];
+  return ::realpath(path.c_str(), buf) ? std::string(buf) : std::string();
+}
+
+bool ends_with(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw CliError(kExitFailure, path + ": cannot read");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+}  // namespace
+
+void write_file_atomically(const std::string& path, const std::string& text) {
+  const std::string temp = path + ".mxq-tmp";
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw CliError(kExitFailure, temp + ": write failed");
+  }
+  if (std::rename(temp.c_str(), path.c_str()) != 0) {
+    std::remove(temp.c_str());
+    throw CliError(kExitFailure, path + ": cannot rename: " + std::strerror(errno));
+  }
+}
+
+CheckpointOutput::CheckpointOutput(const Checkpoint& in, const std::string& out)
+    : in_(in), out_(out) {
+  if (in.is_directory()) {
+    if (!path_is_directory(out) && ::mkdir(out.c_str(), 0755) != 0)
+      throw CliError(kExitFailure, out + ": cannot create directory: " + std::strerror(errno));
+    if (real_path(out) == real_path(in.directory()))
+      throw CliError(kExitUsage, out + ": the output directory must differ from the input");
+  } else {
+    if (path_is_directory(out))
+      throw CliError(kExitUsage, out + ": is a directory; give an output file name");
+    if (!real_path(out).empty() && real_path(out) == real_path(in.shard_path(0)))
+      throw CliError(kExitUsage, out + ": the output must differ from the input");
+  }
+}
+
+std::string CheckpointOutput::shard_path(size_t i) const {
+  return in_.is_directory() ? out_ + "/" + in_.shard_names()[i] : out_;
+}
+
+void CheckpointOutput::add_to_index(const std::string& tensor, size_t shard, uint64_t bytes) {
+  weight_map_[tensor] = in_.shard_names()[shard];
+  total_bytes_ += bytes;
+}
+
+void CheckpointOutput::finish(const std::function<void(nlohmann::json& config)>& edit_config) {
+  if (!in_.is_directory()) return;
+  nlohmann::json index = {{"metadata", {{"total_size", total_bytes_}}}, {"weight_map", weight_map_}};
+  write_file_atomically(out_ + "/" + Checkpoint::kIndexName, index.dump(2) + "\n");
+
+  DIR* dir = ::opendir(in_.directory().c_str());
+  if (!dir) throw CliError(kExitFailure, in_.directory() + ": cannot list");
+  std::vector<std::string> names;
+  while (const dirent* entry = ::readdir(dir)) names.emplace_back(entry->d_name);
+  ::closedir(dir);
+  for (const std::string& name : names) {
+    const std::string from = in_.directory() + "/" + name;
+    struct stat st {};
+    if (::stat(from.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
+    if (ends_with(name, ".safetensors") || name == Checkpoint::kIndexName) continue;
+    std::string text = read_file(from);
+    if (name == "config.json") {
+      nlohmann::json config;
+      try {
+        config = nlohmann::json::parse(text);
+      } catch (const nlohmann::json::exception& e) {
+        throw CliError(kExitBadInput, from + ": not valid JSON: " + e.what());
+      }
+      if (!config.is_object()) throw CliError(kExitBadInput, from + ": not a JSON object");
+      edit_config(config);
+      text = config.dump(2) + "\n";
+    }
+    write_file_atomically(out_ + "/" + name, text);
+  }
+}
+
+}  // namespace mxq::cli

@@ -1,0 +1,125 @@
+// `mxq dequantize IN OUT`: the inverse of `mxq quantize`: every quantized weight (found through the
+// settings recorded in the metadata) becomes a bf16 tensor of its original name and shape; every
+// other tensor is copied. Weights are dequantized in bounded pieces straight into the output.
+#include <CLI/CLI.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <set>
+
+#include "backend_memory.hpp"
+#include "checkpoint.hpp"
+#include "checkpoint_output.hpp"
+#include "cli_error.hpp"
+#include "commands.hpp"
+#include "compressed_tensors.hpp"
+#include "enum_names.hpp"
+#include "progress.hpp"
+#include "safetensors_writer.hpp"
+#include "table.hpp"
+#include "weight_codec.hpp"
+
+namespace mxq::cli {
+namespace {
+
+struct DequantizeOptions {
+  std::string in, out;
+  Backend backend = Backend::auto_;
+  bool quiet = false;
+};
+
+QuantSettings settings_of(const st::SafetensorsFile& file) {
+  const auto s = settings_from_metadata(file.view().metadata());
+  if (!s)
+    throw CliError(kExitBadInput, file.path() +
+                                      ": not an mxq-quantized checkpoint (no valid mxq_format, "
+                                      "mxq_scale_rule, mxq_scale_layout metadata)");
+  return *s;
+}
+
+void run_dequantize(const DequantizeOptions& opt) {
+  const Backend backend = resolve_backend(opt.backend);
+  const Checkpoint in(opt.in);
+  CheckpointOutput out(in, opt.out);
+  Table table({"tensor", "shape", "from", "bytes before", "bytes after"});
+  int64_t weights = 0, copied = 0;
+
+  for (size_t i = 0; i < in.shard_names().size(); ++i) {
+    const auto file = in.open_shard(i);
+    const st::SafetensorsView& view = file->view();
+    const QuantSettings s = settings_of(*file);
+
+    std::vector<StoredWeight> stored;
+    std::set<std::string> consumed;  // scales and global scales of a stored weight
+    for (const st::TensorInfo& t : view.tensors()) {
+      if (auto w = find_stored_weight(view, t, s)) {
+        consumed.insert(w->scale->name);
+        if (w->global_scale) consumed.insert(w->global_scale->name);
+        stored.push_back(*w);
+      }
+    }
+    std::vector<st::TensorSpec> specs;
+    std::vector<const StoredWeight*> weight_of_spec;
+    size_t next_weight = 0;
+    for (const st::TensorInfo& t : view.tensors()) {
+      if (next_weight < stored.size() && stored[next_weight].data == &t) {
+        const StoredWeight& w = stored[next_weight++];
+        specs.push_back({w.name, "BF16", w.shape});
+        weight_of_spec.push_back(&w);
+      } else if (!consumed.count(t.name)) {
+        specs.push_back({t.name, t.dtype, t.shape});
+        weight_of_spec.push_back(nullptr);
+      }
+    }
+
+    std::map<std::string, std::string> metadata;
+    for (const auto& [key, value] : view.metadata())
+      if (key.rfind("mxq_", 0) != 0 && key != "quantization_config") metadata[key] = value;
+    st::SafetensorsWriter writer(out.shard_path(i), specs, metadata);
+    Progress progress(static_cast<int64_t>(specs.size()), !opt.quiet);
+
+    for (size_t k = 0; k < specs.size(); ++k) {
+      const st::TensorSpec& spec = specs[k];
+      out.add_to_index(spec.name, i, spec.bytes());
+      if (const StoredWeight* w = weight_of_spec[k]) {
+        decode_weight(backend, s, view, *w, DType::bf16,
+                      [&](const void* values, int64_t, int64_t count) {
+                        writer.write(spec.name, values, static_cast<uint64_t>(count) * 2);
+                      });
+        writer.write(spec.name, nullptr, 0);  // an empty weight is still written
+        const uint64_t before = w->data->bytes() + w->scale->bytes() +
+                                (w->global_scale ? w->global_scale->bytes() : 0);
+        table.add({spec.name, format_shape(spec.shape), name_of(s.format),
+                   std::to_string(before), std::to_string(spec.bytes())});
+        ++weights;
+      } else {
+        const st::TensorInfo& t = *view.find(spec.name);
+        writer.write(t.name, view.data(t), t.bytes());
+        ++copied;
+      }
+      progress.advance(1, spec.name);
+    }
+    writer.commit();
+  }
+  out.finish([](nlohmann::json& config) { config.erase("quantization_config"); });
+
+  table.print(stdout);
+  std::printf("\n%lld weights dequantized to bf16, %lld tensors copied -> %s\n",
+              static_cast<long long>(weights), static_cast<long long>(copied), opt.out.c_str());
+}
+
+}  // namespace
+
+void register_dequantize(CLI::App& app) {
+  auto opt = std::make_shared<DequantizeOptions>();
+  CLI::App* cmd =
+      app.add_subcommand("dequantize", "Dequantize an mxq-quantized checkpoint back to bf16");
+  cmd->add_option("IN", opt->in, "quantized .safetensors file or checkpoint directory")->required();
+  cmd->add_option("OUT", opt->out, "output file or directory")->required();
+  cmd->add_option("--backend", opt->backend, "auto, cpu or cuda")
+      ->transform(CLI::CheckedTransformer(backend_names(), CLI::ignore_case));
+  cmd->add_flag("--quiet", opt->quiet, "no progress bar");
+  cmd->callback([opt] { run_dequantize(*opt); });
+}
+
+}  // namespace mxq::cli

@@ -1,0 +1,190 @@
+#include "weight_codec.hpp"
+
+#include <mxq/numerics/formats.hpp>
+#include <mxq/numerics/layout.hpp>
+
+#include <algorithm>
+#include <cstring>
+
+#include "backend_memory.hpp"
+#include "cli_error.hpp"
+#include "quantize_runner.hpp"
+#include "sqnr.hpp"
+
+namespace mxq::cli {
+namespace {
+
+constexpr int64_t kChunkElements = int64_t{1} << 24;
+
+int64_t product(const std::vector<int64_t>& dims) {
+  int64_t n = 1;
+  for (int64_t d : dims) n *= d;
+  return n;
+}
+
+TensorView view_of(const std::vector<int64_t>& shape, DType dtype, const void* data) {
+  TensorView v;
+  v.data = data;
+  v.dtype = dtype;
+  v.batch = shape.size() == 3 ? shape[0] : 1;
+  v.rows = shape[shape.size() - 2];
+  v.cols = shape.back();
+  return v;
+}
+
+// Dequantizes rowwise-quantized (batch, rows, cols) data held in backend memory, a band of rows
+// at a time. Bands start on multiples of 128 rows, where both scale layouts start a fresh run of
+// rows: linear scales at row * ceil(cols/block), blocked at row * Cp (a whole 128-row tile).
+void decode_rowwise(Backend backend, const QuantSettings& s, const TensorView& shape,
+                    const uint8_t* data, const uint8_t* scales, const float* s_dec, DType dtype,
+                    const ChunkVisitor& visit) {
+  const int64_t block = num::format_block(s.format);
+  const int64_t row_bytes = shape.cols * num::format_elem_bits(s.format) / 8;
+  const int64_t scale_cols = num::ceil_div(shape.cols, block);
+  const bool blocked = s.layout == ScaleLayout::blocked;
+  const int64_t scale_row_bytes = blocked ? num::blocked_cols(scale_cols) : scale_cols;
+  const int64_t scale_batch_bytes =
+      blocked ? num::blocked_bytes(shape.rows, scale_cols) : shape.rows * scale_cols;
+  const int64_t band = std::max<int64_t>(128, kChunkElements / std::max<int64_t>(shape.cols, 1) /
+                                                  128 * 128);
+  const int64_t out_size = dtype_size(dtype);
+
+  for (int64_t e = 0; e < shape.batch; ++e) {
+    for (int64_t r0 = 0; r0 < shape.rows; r0 += band) {
+      const int64_t rows = std::min(band, shape.rows - r0);
+      DequantizeArgs args;
+      args.params = QuantizeParams{s.format, s.rule, s.layout, Direction::rowwise};
+      args.rows = rows;
+      args.cols = shape.cols;
+      args.data = data + (e * shape.rows + r0) * row_bytes;
+      args.scales = scales + e * scale_batch_bytes + r0 * scale_row_bytes;
+      args.s_dec = s_dec ? s_dec + e : nullptr;
+      args.out_dtype = dtype;
+      args.backend = backend;
+      BackendBuffer out(backend, rows * shape.cols * out_size);
+      args.out = out.data();
+      check(dequantize(args), "dequantize");
+      const std::vector<uint8_t> host = out.download_all<uint8_t>();
+      visit(host.data(), (e * shape.rows + r0) * shape.cols, rows * shape.cols);
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<DType> float_dtype(const std::string& dtype) {
+  if (dtype == "BF16") return DType::bf16;
+  if (dtype == "F16") return DType::fp16;
+  if (dtype == "F32") return DType::fp32;
+  return std::nullopt;
+}
+
+const char* safetensors_dtype(DType dtype) {
+  switch (dtype) {
+    case DType::bf16: return "BF16";
+    case DType::fp16: return "F16";
+    case DType::fp32: return "F32";
+    default: return "U8";
+  }
+}
+
+std::string unquantizable_reason(const st::TensorInfo& t, Format format) {
+  if (!float_dtype(t.dtype)) return "not bf16/fp16/fp32";
+  if (t.shape.size() != 2 && t.shape.size() != 3) return "not 2-D or 3-D";
+  if (t.elements() == 0) return "empty";
+  if (t.shape.back() % num::format_block(format) != 0)
+    return "input dim " + std::to_string(t.shape.back()) + " not a multiple of " +
+           std::to_string(num::format_block(format));
+  return "";
+}
+
+EncodedWeight encode_weight(Backend backend, const QuantSettings& s, const st::TensorInfo& t,
+                            const uint8_t* bytes) {
+  const DType dtype = *float_dtype(t.dtype);
+  Staged input = stage(backend, bytes, t.bytes());
+  QuantizeJob job{view_of(t.shape, dtype, input.ptr),
+                  QuantizeParams{s.format, s.rule, s.layout, Direction::rowwise}, {}};
+  const Quantized q = quantize_on(backend, job);
+
+  // The checkpoint's shapes and the library's sizes are two statements of one layout.
+  if (q.sizes.row_data_bytes != product(data_shape(t.shape, s.format)) ||
+      q.sizes.row_scale_bytes != product(scale_shape(t.shape, s)))
+    throw CliError(kExitFailure, "internal: stored shapes of '" + t.name +
+                                     "' disagree with the library's output sizes");
+  EncodedWeight w;
+  w.seconds = q.seconds;
+  w.data = q.row_data.download_all<uint8_t>();
+  w.scales = q.row_scales.download_all<uint8_t>();
+  if (s.format == Format::nvfp4) w.global_scale = q.s_enc.download_all<float>();
+
+  Sqnr sqnr;
+  decode_rowwise(backend, s, job.input, static_cast<const uint8_t*>(q.row_data.data()),
+                 static_cast<const uint8_t*>(q.row_scales.data()),
+                 static_cast<const float*>(q.s_dec.data()), DType::fp32,
+                 [&](const void* values, int64_t offset, int64_t count) {
+                   sqnr.add(bytes + offset * dtype_size(dtype), dtype,
+                            static_cast<const float*>(values), count);
+                 });
+  w.sqnr_db = sqnr.db();
+  return w;
+}
+
+std::optional<StoredWeight> find_stored_weight(const st::SafetensorsView& view,
+                                               const st::TensorInfo& t, const QuantSettings& s) {
+  const bool fp4 = num::format_elem_bits(s.format) == 4;
+  const std::string suffix = "_packed";
+  std::string name = t.name;
+  if (fp4) {
+    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(),
+                                                     suffix) != 0)
+      return std::nullopt;
+    name.resize(name.size() - suffix.size());
+  }
+  const QuantizedNames names = quantized_names(name, s.format);
+  StoredWeight w;
+  w.name = name;
+  w.data = &t;
+  w.scale = view.find(names.scale);
+  if (!w.scale || t.dtype != data_dtype(s.format)) return std::nullopt;
+
+  const std::string where = view.find(names.scale)->name;
+  auto bad = [&](const std::string& why) -> st::SafetensorsError {
+    return st::SafetensorsError("quantized weight '" + name + "': " + why);
+  };
+  if (t.shape.size() != 2 && t.shape.size() != 3) throw bad("data is not 2-D or 3-D");
+  w.shape = t.shape;
+  if (fp4) w.shape.back() *= 2;
+  if (w.scale->dtype != scale_dtype(s.format) || w.scale->shape != scale_shape(w.shape, s))
+    throw bad("'" + where + "' has the wrong dtype or shape for " + t.dtype + " data of shape " +
+              std::to_string(t.shape.size()) + "-D");
+  if (s.format == Format::nvfp4) {
+    w.global_scale = view.find(names.global_scale);
+    const int64_t batch = w.shape.size() == 3 ? w.shape[0] : 1;
+    if (!w.global_scale || w.global_scale->dtype != "F32" ||
+        w.global_scale->elements() != batch || w.global_scale->shape.size() != 1)
+      throw bad("needs '" + names.global_scale + "' F32 of shape (" + std::to_string(batch) + ")");
+  }
+  return w;
+}
+
+void decode_weight(Backend backend, const QuantSettings& s, const st::SafetensorsView& view,
+                   const StoredWeight& w, DType dtype, const ChunkVisitor& visit) {
+  if (product(w.shape) == 0) return;
+  Staged data = stage(backend, view.data(*w.data), w.data->bytes());
+  Staged scales = stage(backend, view.data(*w.scale), w.scale->bytes());
+  BackendBuffer s_dec;
+  if (w.global_scale) {
+    // The checkpoint stores the encode scale (compressed-tensors); decoding divides by it, as a
+    // loader does.
+    std::vector<float> dec(static_cast<size_t>(w.global_scale->elements()));
+    std::memcpy(dec.data(), view.data(*w.global_scale), dec.size() * sizeof(float));
+    for (float& x : dec) x = 1.0f / x;
+    s_dec = BackendBuffer(backend, dec.size() * sizeof(float));
+    s_dec.upload(dec.data(), dec.size() * sizeof(float));
+  }
+  decode_rowwise(backend, s, view_of(w.shape, dtype, nullptr),
+                 static_cast<const uint8_t*>(data.ptr), static_cast<const uint8_t*>(scales.ptr),
+                 w.global_scale ? s_dec.as<float>() : nullptr, dtype, visit);
+}
+
+}  // namespace mxq::cli
