@@ -30,14 +30,26 @@ per byte). row_scales / col_scales: linear: ([B,] Mr, ceil(K/block)) resp. ([B,]
 padded_starts, padded_ends: int32 (G,), only when a direction pads."""
 
 
+# The backends, imported on first use (cached in globals so that torch.compile traces a plain
+# global read rather than an import statement).
+_torch_module = None
+_numpy_module = None
+
+
 def _torch_mod():
-    from . import _torch as t
-    return t
+    global _torch_module
+    if _torch_module is None:
+        from . import _torch as t
+        _torch_module = t
+    return _torch_module
 
 
 def _np_mod():
-    from . import _numpy as n
-    return n
+    global _numpy_module
+    if _numpy_module is None:
+        from . import _numpy as n
+        _numpy_module = n
+    return _numpy_module
 
 
 def _is_numpy(x):

@@ -1,0 +1,161 @@
+"""The mxq::* custom ops under torch's op checker, torch.compile(fullgraph=True) (static and
+dynamic shapes) and CUDA graph capture. Skipped without torch; CUDA cases without a GPU; ops the
+cuda backend does not implement yet skip on mxq.Unsupported."""
+import re
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import mxq  # noqa: E402
+from torch_testing import CUDA, DEVICES, assert_same_bytes, bf16_pair, skip_unsupported  # noqa: E402
+
+mxq.register_torch_ops()
+ENDS = [40, 40, 150, 190]
+OPCHECK_UTILS = ["test_schema", "test_autograd_registration", "test_faketensor",
+                 "test_aot_dispatch_dynamic"]
+
+
+def _samples(device):
+    """(name, op, args) for every op, covering float8/uint8 outputs, groups, padding and 3-D."""
+    _, x = bf16_pair((190, 64), seed=1)
+    _, w = bf16_pair((3, 64, 96), seed=2)
+    x, w = x.to(device), w.to(device)
+    ends = torch.tensor(ENDS, dtype=torch.int32, device=device)
+    ops = torch.ops.mxq
+    q = mxq.quantize(x.cpu(), direction="both", group_ends=ENDS, pad_rowwise=32, pad_colwise=32)
+    q = [None if t is None else t.to(device) for t in q]
+    scales = torch.randint(0, 255, (300, 12), dtype=torch.uint8, device=device)
+    padded = mxq.pad(x.cpu(), ENDS, alignment=32)[0].to(device)
+    return [
+        ("quantize_mxfp8_both_grouped", ops.quantize.default,
+         (x, "mxfp8", "both", "rceil", "blocked", ends, 32, 32, None)),
+        ("quantize_mxfp8_3d", ops.quantize.default,
+         (w, "mxfp8", "both", "floor", "linear", None, 0, 0, None)),
+        ("quantize_mxfp4_colwise", ops.quantize.default,
+         (x, "mxfp4", "colwise", "rceil", "blocked", None, 0, 0, None)),
+        ("quantize_nvfp4_rowwise", ops.quantize.default,
+         (x, "nvfp4", "rowwise", "rceil", "linear", None, 0, 0, None)),
+        ("dequantize_colwise_grouped", ops.dequantize.default,
+         (q[2], q[3], None, [190, 64], "mxfp8", "colwise", "rceil", "blocked", ends, 32, 32,
+          torch.bfloat16)),
+        ("tensor_amax", ops.tensor_amax.default, (w,)),
+        ("pad", ops.pad.default, (x, ends, 32)),
+        ("unpad", ops.unpad.default, (padded, ends, 32, 190)),
+        ("swizzle_k", ops.swizzle.default, (scales, torch.tensor([3, 9, 12], dtype=torch.int32,
+                                                                  device=device), "k")),
+        ("unswizzle", ops.unswizzle.default,
+         (mxq.swizzle(scales.cpu()).to(device), [300, 12], None, "none")),
+    ]
+
+
+def _float8_comparison_limit(e):
+    """torch.testing.assert_close cannot compare some float8 tensors (pytorch issue 135998): a
+    limit of the checker's output comparison, not of the op; the compile tests below compare the
+    same outputs byte for byte instead."""
+    return re.search(r"[Ff]loat8|e8m0", str(e)) is not None and \
+        re.search(r"not (implemented|supported)|[Uu]nsupported", str(e)) is not None
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("util", OPCHECK_UTILS)
+def test_opcheck(device, util):
+    failures = []
+    for name, op, args in _samples(device):
+        with skip_unsupported():
+            op(*args)  # the cuda backend may not implement this op yet
+        try:
+            torch.library.opcheck(op, args, test_utils=(util,))
+        except Exception as e:  # noqa: BLE001 - collected, reported together below
+            if util == "test_aot_dispatch_dynamic" and _float8_comparison_limit(e):
+                continue
+            failures.append(f"{name}: {type(e).__name__}: {e}")
+    assert not failures, "\n".join(failures)
+
+
+def _layer_step(x, ends):
+    """A training-style step: grouped, padded quantize both ways, dequantize, pad and unpad."""
+    q = mxq.quantize(x, format="mxfp8", direction="both", scale_layout="blocked",
+                     group_ends=ends, pad_rowwise=32, pad_colwise=32)
+    kw = dict(format="mxfp8", scale_layout="blocked", group_ends=ends, pad_rowwise=32,
+              pad_colwise=32, out_dtype=torch.bfloat16)
+    rows = mxq.dequantize(q.row_data, q.row_scales, x.shape, direction="rowwise", **kw)
+    cols = mxq.dequantize(q.col_data, q.col_scales, x.shape, direction="colwise", **kw)
+    y = mxq.unpad(rows + cols, ends, x.shape[0], alignment=32)
+    return q.row_data, q.row_scales, q.col_data, q.col_scales, q.padded_ends, y
+
+
+def _eager_vs_compiled(fn, device, compile_kw, shapes=((190, 64),)):
+    compiled = torch.compile(fn, fullgraph=True, **compile_kw)
+    ends = torch.tensor(ENDS, dtype=torch.int32, device=device)
+    for i, shape in enumerate(shapes):
+        _, x = bf16_pair(shape, seed=10 + i)
+        x = x.to(device)
+        with skip_unsupported():
+            want = fn(x, ends)
+        got = compiled(x, ends)
+        for g, w in zip(got, want):
+            assert g.dtype == w.dtype and g.shape == w.shape and g.stride() == w.stride()
+            assert_same_bytes(g, w)
+
+
+def test_compile_fullgraph_cpu():
+    _eager_vs_compiled(_layer_step, "cpu", dict(backend="aot_eager"))
+
+
+def test_compile_fullgraph_dynamic_shapes_cpu():
+    _eager_vs_compiled(_layer_step, "cpu", dict(backend="aot_eager", dynamic=True),
+                       shapes=((190, 64), (257, 96), (400, 32)))
+
+
+def test_compile_fullgraph_custom_ops_directly_cpu():
+    def fn(x, ends):
+        return torch.ops.mxq.quantize(x, "nvfp4", "rowwise", "rceil", "blocked", ends, 0, 0, None)
+    _eager_vs_compiled(fn, "cpu", dict(backend="aot_eager"))
+
+
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+def test_compile_fullgraph_inductor_cuda():
+    _eager_vs_compiled(_layer_step, "cuda", {})
+
+
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+def test_compile_fullgraph_inductor_cuda_ungrouped():
+    def fn(x, ends):
+        q = mxq.quantize(x, format="mxfp8", direction="both")
+        return q.row_data, q.row_scales, q.col_data, q.col_scales, mxq.dequantize(
+            q.row_data, q.row_scales, x.shape, out_dtype=torch.bfloat16)
+    _eager_vs_compiled(fn, "cuda", {})
+
+
+def _capture_and_replay(fn, shape, grouped):
+    _, x = bf16_pair(shape, seed=20)
+    static_x = x.cuda()
+    ends = torch.tensor(ENDS, dtype=torch.int32, device="cuda") if grouped else None
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side), skip_unsupported():
+        fn(static_x, ends)  # warm up outside the graph (allocator, op registration)
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        static_out = fn(static_x, ends)
+    for seed in (21, 22):  # new data in the same input buffer: the replay must follow it
+        _, x = bf16_pair(shape, seed=seed)
+        static_x.copy_(x.cuda())
+        graph.replay()
+        torch.cuda.synchronize()
+        for g, w in zip(static_out, fn(static_x, ends)):
+            assert_same_bytes(g, w)
+
+
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+def test_cuda_graph_capture_mxfp8():
+    def fn(x, ends):
+        return tuple(t for t in mxq.quantize(x, direction="both") if t is not None)
+    _capture_and_replay(fn, (256, 512), grouped=False)
+
+
+@pytest.mark.skipif(not CUDA, reason="needs CUDA")
+def test_cuda_graph_capture_grouped_step():
+    _capture_and_replay(_layer_step, (190, 64), grouped=True)
