@@ -1,0 +1,85 @@
+// The corpus of crafted bad safetensors files (bad/*.safetensors, written by bad/make_bad_files.py):
+// the reader rejects each with SafetensorsError, and every command exits 3 with a message,
+// never crashing.
+#include <dirent.h>
+
+#include <algorithm>
+
+#include "cli_test_support.hpp"
+
+namespace mxq::clitest {
+namespace {
+
+std::vector<std::string> bad_files() {
+  std::vector<std::string> files;
+  if (DIR* dir = ::opendir(MXQ_CLI_BAD_FILES_DIR)) {
+    while (const dirent* e = ::readdir(dir)) {
+      const std::string name = e->d_name;
+      if (name.size() > 12 && name.substr(name.size() - 12) == ".safetensors") files.push_back(name);
+    }
+    ::closedir(dir);
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+TEST(BadFiles, CorpusIsThere) { EXPECT_GE(bad_files().size(), 20u); }
+
+TEST(BadFiles, ReaderRejectsEach) {
+  for (const std::string& name : bad_files()) {
+    const std::string path = std::string(MXQ_CLI_BAD_FILES_DIR) + "/" + name;
+    EXPECT_THROW(st::SafetensorsFile file(path), st::SafetensorsError) << name;
+  }
+}
+
+TEST(BadFiles, EveryCommandExitsThreeWithAMessage) {
+  ScratchDir dir;
+  for (const std::string& name : bad_files()) {
+    const std::string path = std::string(MXQ_CLI_BAD_FILES_DIR) + "/" + name;
+    for (const std::string& command :
+         {"inspect " + path, "quantize " + path + " " + dir / "out.safetensors --format mxfp4",
+          "dequantize " + path + " " + dir / "out.safetensors"}) {
+      const RunResult r = run_mxq(command);
+      EXPECT_EQ(r.exit_code, 3) << command << "\n" << r.output;
+      EXPECT_NE(r.output.find("mxq: error: " + path), std::string::npos) << command << "\n"
+                                                                          << r.output;
+    }
+    EXPECT_FALSE(file_exists(dir / "out.safetensors"));
+  }
+}
+
+// Messages name the rule that was broken.
+TEST(BadFiles, MessagesNameTheRule) {
+  const std::vector<std::pair<std::string, std::string>> expected = {
+      {"header_longer_than_file", "larger than the file"},
+      {"duplicate_name", "duplicate key 'a'"},
+      {"unknown_dtype", "unknown dtype 'F7'"},
+      {"shape_mismatch", "shape and dtype give 24 bytes but data_offsets span 16"},
+      {"offsets_overlap", "overlaps"},
+      {"offsets_gap", "gap before tensor 'b'"},
+      {"offset_past_end", "past the data section"},
+      {"invalid_json", "not valid JSON"},
+      {"shape_overflow", "overflows"},
+      {"deep_nesting", "nests deeper"}};
+  for (const auto& [file, message] : expected) {
+    const RunResult r =
+        run_mxq("inspect " + std::string(MXQ_CLI_BAD_FILES_DIR) + "/" + file + ".safetensors");
+    EXPECT_NE(r.output.find(message), std::string::npos) << file << ": " << r.output;
+  }
+}
+
+TEST(BadFiles, TruncatedImagesOfAGoodFileAreRejected) {
+  ScratchDir dir;
+  write_checkpoint(dir / "good.safetensors", {normal_tensor("w", "BF16", {4, 32}, 1)});
+  FILE* f = std::fopen((dir / "good.safetensors").c_str(), "rb");
+  ASSERT_NE(f, nullptr);
+  std::vector<uint8_t> image(1 << 16);
+  image.resize(std::fread(image.data(), 1, image.size(), f));
+  std::fclose(f);
+  ASSERT_NO_THROW(st::SafetensorsView::parse(image.data(), image.size(), "good"));
+  for (size_t n = 0; n < image.size(); ++n)
+    EXPECT_THROW(st::SafetensorsView::parse(image.data(), n, "cut"), st::SafetensorsError) << n;
+}
+
+}  // namespace
+}  // namespace mxq::clitest

@@ -1,0 +1,210 @@
+// The commands' behaviour beyond the round trip: sharded checkpoints, --include / --exclude,
+// command-line and input errors with their exit codes, and atomic output.
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+#include <sstream>
+
+#include "cli_test_support.hpp"
+
+namespace mxq::clitest {
+namespace {
+
+nlohmann::json read_json(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return nlohmann::json::parse(text.str());
+}
+
+// Two shards, an index and a config.json.
+void write_sharded(const ScratchDir& dir, const std::string& name) {
+  const std::string root = dir / name;
+  ASSERT_EQ(::mkdir(root.c_str(), 0755), 0);
+  write_checkpoint(root + "/model-00001-of-00002.safetensors",
+                   {normal_tensor("layers.0.q.weight", "BF16", {32, 64}, 1),
+                    normal_tensor("layers.0.norm.weight", "BF16", {64}, 2)});
+  write_checkpoint(root + "/model-00002-of-00002.safetensors",
+                   {normal_tensor("layers.1.experts.w", "BF16", {2, 16, 64}, 3),
+                    normal_tensor("lm_head.weight", "BF16", {8, 64}, 4)});
+  nlohmann::json index = {{"metadata", {{"total_size", 0}}},
+                          {"weight_map",
+                           {{"layers.0.q.weight", "model-00001-of-00002.safetensors"},
+                            {"layers.0.norm.weight", "model-00001-of-00002.safetensors"},
+                            {"layers.1.experts.w", "model-00002-of-00002.safetensors"},
+                            {"lm_head.weight", "model-00002-of-00002.safetensors"}}}};
+  write_text(root + "/model.safetensors.index.json", index.dump());
+  write_text(root + "/config.json", R"({"model_type": "toy", "hidden_size": 64})");
+  write_text(root + "/tokenizer.json", "{}");
+}
+
+TEST(Sharded, QuantizeAndDequantizeDirectories) {
+  ScratchDir dir;
+  write_sharded(dir, "in");
+  const RunResult q = run_mxq("quantize " + dir / "in " + dir / "q --format nvfp4");
+  ASSERT_EQ(q.exit_code, 0) << q.output;
+
+  const nlohmann::json index = read_json(dir / "q/model.safetensors.index.json");
+  const nlohmann::json expected_map = {
+      {"layers.0.q.weight_packed", "model-00001-of-00002.safetensors"},
+      {"layers.0.q.weight_scale", "model-00001-of-00002.safetensors"},
+      {"layers.0.q.weight_global_scale", "model-00001-of-00002.safetensors"},
+      {"layers.0.norm.weight", "model-00001-of-00002.safetensors"},
+      {"layers.1.experts.w_packed", "model-00002-of-00002.safetensors"},
+      {"layers.1.experts.w_scale", "model-00002-of-00002.safetensors"},
+      {"layers.1.experts.w_global_scale", "model-00002-of-00002.safetensors"},
+      {"lm_head.weight", "model-00002-of-00002.safetensors"}};
+  EXPECT_EQ(index["weight_map"], expected_map);
+  const nlohmann::json config = read_json(dir / "q/config.json");
+  EXPECT_EQ(config["model_type"], "toy");
+  EXPECT_EQ(config["quantization_config"]["format"], "nvfp4-pack-quantized");
+  EXPECT_EQ(config["quantization_config"]["config_groups"]["group_0"]["weights"]["strategy"],
+            "tensor_group");
+  EXPECT_TRUE(file_exists(dir / "q/tokenizer.json"));
+  for (const auto& [tensor, shard] : expected_map.items()) {
+    st::SafetensorsFile file(dir / "q/" + shard.get<std::string>());
+    EXPECT_NE(file.view().find(tensor), nullptr) << tensor;
+  }
+  {
+    st::SafetensorsFile second(dir / "q/model-00002-of-00002.safetensors");
+    EXPECT_EQ(second.view().find("layers.1.experts.w_global_scale")->shape,
+              std::vector<int64_t>{2});
+  }
+
+  const RunResult inspect = run_mxq("inspect " + dir / "q --stats " + dir / "in");
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.output;
+  EXPECT_NE(inspect.output.find("model-00002-of-00002.safetensors"), std::string::npos);
+
+  const RunResult d = run_mxq("dequantize " + dir / "q " + dir / "d");
+  ASSERT_EQ(d.exit_code, 0) << d.output;
+  EXPECT_EQ(read_json(dir / "d/config.json").count("quantization_config"), 0u);
+  st::SafetensorsFile first(dir / "d/model-00001-of-00002.safetensors");
+  ASSERT_NE(first.view().find("layers.0.q.weight"), nullptr);
+  EXPECT_EQ(first.view().find("layers.0.q.weight")->shape, (std::vector<int64_t>{32, 64}));
+}
+
+TEST(Sharded, BadIndexIsRejected) {
+  ScratchDir dir;
+  write_sharded(dir, "in");
+  // A shard name that climbs out of the directory.
+  write_text(dir / "in/model.safetensors.index.json",
+             R"({"weight_map": {"layers.0.q.weight": "../model-00001-of-00002.safetensors"}})");
+  RunResult r = run_mxq("inspect " + dir / "in");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("not a plain file name"), std::string::npos) << r.output;
+  // A tensor the index places in the wrong shard.
+  write_text(dir / "in/model.safetensors.index.json",
+             R"({"weight_map": {"layers.0.q.weight": "model-00002-of-00002.safetensors"}})");
+  r = run_mxq("inspect " + dir / "in");
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  // A missing shard, and an index that is not JSON.
+  write_text(dir / "in/model.safetensors.index.json", R"({"weight_map": {"x": "nope.safetensors"}})");
+  EXPECT_EQ(run_mxq("inspect " + dir / "in").exit_code, 3);
+  write_text(dir / "in/model.safetensors.index.json", "{");
+  EXPECT_EQ(run_mxq("inspect " + dir / "in").exit_code, 3);
+}
+
+TEST(Selection, IncludeAndExclude) {
+  ScratchDir dir;
+  write_checkpoint(dir / "in.safetensors",
+                   {normal_tensor("a.q_proj.weight", "BF16", {8, 64}, 1),
+                    normal_tensor("a.k_proj.weight", "BF16", {8, 64}, 2),
+                    normal_tensor("a.experts.w", "BF16", {2, 8, 64}, 3),
+                    normal_tensor("lm_head.weight", "BF16", {8, 64}, 4)});
+  auto quantized = [&](const std::string& flags) {
+    const RunResult r = run_mxq("quantize " + dir / "in.safetensors " + dir / "q.safetensors" +
+                                " --format mxfp8 " + flags);
+    EXPECT_EQ(r.exit_code, 0) << r.output;
+    st::SafetensorsFile file(dir / "q.safetensors");
+    std::vector<std::string> names;
+    for (const auto& t : file.view().tensors())
+      if (t.dtype == "F8_E4M3") names.push_back(t.name);
+    std::sort(names.begin(), names.end());
+    return names;
+  };
+  using Names = std::vector<std::string>;
+  EXPECT_EQ(quantized(""), (Names{"a.experts.w", "a.k_proj.weight", "a.q_proj.weight"}));
+  EXPECT_EQ(quantized("--include q_proj"), (Names{"a.q_proj.weight"}));
+  // --exclude replaces the default (lm_head, embeddings, routers).
+  EXPECT_EQ(quantized("--exclude 'experts|k_proj'"), (Names{"a.q_proj.weight", "lm_head.weight"}));
+  EXPECT_EQ(quantized("--exclude ''"),
+            (Names{"a.experts.w", "a.k_proj.weight", "a.q_proj.weight", "lm_head.weight"}));
+  EXPECT_EQ(quantized("--include 'proj' --exclude '^a\\.k'"), (Names{"a.q_proj.weight"}));
+
+  const RunResult none = run_mxq("quantize " + dir / "in.safetensors " + dir / "n.safetensors" +
+                                 " --format mxfp8 --include nothing_matches");
+  EXPECT_EQ(none.exit_code, 1) << none.output;
+  EXPECT_NE(none.output.find("no tensor selected"), std::string::npos);
+  EXPECT_FALSE(file_exists(dir / "n.safetensors"));
+}
+
+TEST(Errors, ExitCodesAndMessages) {
+  ScratchDir dir;
+  write_checkpoint(dir / "in.safetensors", {normal_tensor("w", "BF16", {8, 64}, 1)});
+  const std::string in = dir / "in.safetensors", out = dir / "out.safetensors";
+  struct Case {
+    std::string args;
+    int exit_code;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"", 2, "A subcommand is required"},
+      {"frobnicate", 2, "A subcommand is required"},
+      {"quantize " + in + " " + out, 2, "--format is required"},
+      {"quantize " + in + " " + out + " --format mxfp6", 2, "mxfp6"},
+      {"quantize " + in + " " + out + " --format mxfp8 --scale-rule up", 2, "up"},
+      {"quantize " + in + " " + out + " --format mxfp8 --include '('", 2, "invalid --include"},
+      {"quantize " + dir / "missing.safetensors " + out + " --format mxfp8", 3, "no such file"},
+      {"quantize " + in + " " + in + " --format mxfp8", 2, "must differ from the input"},
+      {"quantize " + in + " " + dir.path() + " --format mxfp8", 2, "is a directory"},
+      {"dequantize " + in + " " + out, 3, "not an mxq-quantized checkpoint"},
+      {"inspect " + dir / "missing.safetensors", 3, "no such file"},
+      {"inspect " + in + " --stats " + dir / "missing.safetensors", 3, "no such file"},
+  };
+  for (const Case& c : cases) {
+    const RunResult r = run_mxq(c.args);
+    EXPECT_EQ(r.exit_code, c.exit_code) << c.args << "\n" << r.output;
+    EXPECT_NE(r.output.find(c.message), std::string::npos) << c.args << "\n" << r.output;
+  }
+  EXPECT_FALSE(file_exists(out));
+  EXPECT_EQ(run_mxq("--version").exit_code, 0);
+  EXPECT_EQ(run_mxq("quantize --help").exit_code, 0);
+}
+
+// A quantized file whose scale tensor does not match its data is untrusted input, not a crash.
+TEST(Errors, InconsistentQuantizedWeightIsRejected) {
+  ScratchDir dir;
+  const std::map<std::string, std::string> meta = {
+      {"mxq_format", "mxfp4"}, {"mxq_scale_rule", "rceil"}, {"mxq_scale_layout", "linear"}};
+  write_checkpoint(dir / "q.safetensors",
+                   {Tensor{"w.weight_packed", "U8", {64, 64}, std::vector<uint8_t>(64 * 64)},
+                    Tensor{"w.weight_scale", "U8", {64, 2}, std::vector<uint8_t>(64 * 2)}},
+                   meta);
+  for (const std::string& command : {"dequantize " + dir / "q.safetensors " + dir / "d.safetensors",
+                                     "inspect " + dir / "q.safetensors"}) {
+    const RunResult r = run_mxq(command);
+    EXPECT_EQ(r.exit_code, 3) << r.output;
+    EXPECT_NE(r.output.find("wrong dtype or shape"), std::string::npos) << r.output;
+  }
+  EXPECT_FALSE(file_exists(dir / "d.safetensors"));
+}
+
+TEST(Writer, UncommittedOutputLeavesNothing) {
+  ScratchDir dir;
+  {
+    st::SafetensorsWriter writer(dir / "x.safetensors", {{"a", "U8", {4}}, {"b", "U8", {4}}}, {});
+    const uint8_t bytes[4] = {1, 2, 3, 4};
+    writer.write("a", bytes, 4);
+    EXPECT_THROW(writer.write("a", bytes, 1), st::SafetensorsError);  // past its size
+    EXPECT_THROW(writer.commit(), st::SafetensorsError);              // b never written
+  }
+  EXPECT_FALSE(file_exists(dir / "x.safetensors"));
+  const RunResult ls = run_mxq("inspect " + dir.path());  // the directory holds nothing at all
+  EXPECT_NE(ls.exit_code, 0);
+  EXPECT_EQ(std::system(("test -z \"$(ls -A '" + dir.path() + "')\"").c_str()), 0);
+  EXPECT_THROW(st::SafetensorsWriter(dir / "y.safetensors", {{"a", "U8", {1}}, {"a", "U8", {1}}}, {}),
+               st::SafetensorsError);
+}
+
+}  // namespace
+}  // namespace mxq::clitest
