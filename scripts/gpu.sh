@@ -54,12 +54,19 @@ if wants bench; then
   fi
 fi
 
+# sanitize_all TOOL: every GPU test program under compute-sanitizer TOOL, small shapes only.
+sanitize_all() {
+  local tool=$1 rc=0 exe
+  for exe in $GPU_TESTS; do
+    echo "=== $tool $(basename "$exe")"
+    MXQ_TEST_QUICK=1 compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe" || rc=1
+  done
+  return $rc
+}
+
 if wants sanitize; then
   for tool in memcheck racecheck initcheck; do
-    for exe in $GPU_TESTS; do
-      step "sanitize_${tool}_$(basename "$exe")" env MXQ_TEST_QUICK=1 \
-        compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe"
-    done
+    step "sanitize_$tool" sanitize_all "$tool"
   done
 fi
 

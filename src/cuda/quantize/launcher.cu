@@ -34,19 +34,28 @@ quant::Problem make_problem(const QuantizeArgs& a, int block) {
   p.vec_row_out = aligned_to(p.row_data, 8) && p.K % 8 == 0;
   p.vec_col_out = aligned_to(p.col_data, 16) && p.M % 16 == 0;
   p.vec_scales = aligned_to(p.row_scales, 16) && aligned_to(p.col_scales, 16);
+  p.elem_aligned = aligned_to(t.data, static_cast<uintptr_t>(esize));
   return p;
 }
 
+// Persistent grid: as many CTAs as fit on the device at once, at most one per tile.
 template <class In, class Fmt, bool ROW, bool COL>
 Status launch(const quant::Problem& p, int64_t tiles, cudaStream_t stream) {
   auto kernel = quant::quantize_tile_kernel<In, Fmt, ROW, COL>;
-  const size_t smem = COL ? static_cast<size_t>(quant::TileTraits<In, Fmt>::staged_tile_bytes) : 0;
+  const size_t smem = static_cast<size_t>(quant::TileTraits<In, Fmt>::staged_tile_bytes);
   if (smem > 48 * 1024) {
     const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(smem));
     if (e != cudaSuccess) return cuda_status("quantize", e);
   }
-  kernel<<<static_cast<unsigned>(tiles), quant::kThreads, smem, stream>>>(p);
+  int device = 0, sms = 0, per_sm = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, quant::kThreads, smem);
+  if (e != cudaSuccess) return cuda_status("quantize", e);
+  const int64_t resident = int64_t{sms} * (per_sm > 0 ? per_sm : 1);
+  const int64_t grid = tiles < resident ? tiles : resident;
+  kernel<<<static_cast<unsigned>(grid), quant::kThreads, smem, stream>>>(p, tiles);
   return launch_status("quantize");
 }
 
