@@ -14,7 +14,7 @@ namespace mxq::bench {
 struct MeasureOptions {
   int runs = 0;
   int warmup = 0;
-  bool graph = false;  // capture one op call (and one copy) in CUDA graphs, time the replays
+  bool graph = false;  // capture one op call in a CUDA graph, time its replays (the copy stays plain)
 };
 
 struct Timings {
