@@ -25,8 +25,8 @@ def _dequantize(q, direction, shape, **kw):
     return mxq.dequantize(q[i], q[i + 1], shape, direction=direction, s_dec=q.s_dec, **kw)
 
 
-@pytest.mark.parametrize("fmt,direction,layout,rule", itertools.product(
-    FORMATS, ["rowwise", "colwise"], ["linear", "blocked"], ["rceil", "floor"]))
+@pytest.mark.parametrize("fmt,direction,layout,rule", list(itertools.product(
+    FORMATS, ["rowwise", "colwise"], ["linear", "blocked"], ["rceil", "floor"])))
 def test_round_trip_sqnr(fmt, direction, layout, rule):
     x = _normal((128, 256))
     kw = dict(format=fmt, scale_layout=layout, scale_rule=rule)
@@ -84,8 +84,8 @@ def test_colwise_is_rowwise_of_the_transpose(fmt):
     np.testing.assert_array_equal(col.col_scales, row.row_scales)
 
 
-@pytest.mark.parametrize("fmt,layout,grouped", itertools.product(
-    FORMATS, ["linear", "blocked"], [False, True]))
+@pytest.mark.parametrize("fmt,layout,grouped", list(itertools.product(
+    FORMATS, ["linear", "blocked"], [False, True])))
 def test_both_equals_two_calls(fmt, layout, grouped):
     x = _normal((200, 64), seed=3)
     kw = dict(format=fmt, scale_layout=layout)
@@ -121,8 +121,8 @@ def test_grouped_blocked_row_scales_are_swizzled_along_m(pad):
     np.testing.assert_array_equal(blk.row_scales, mxq.swizzle(lin.row_scales, data_ends, "m"))
 
 
-@pytest.mark.parametrize("fmt,layout,direction", itertools.product(
-    FORMATS, ["linear", "blocked"], ["rowwise", "colwise"]))
+@pytest.mark.parametrize("fmt,layout,direction", list(itertools.product(
+    FORMATS, ["linear", "blocked"], ["rowwise", "colwise"])))
 def test_fused_pad_equals_pad_then_quantize(fmt, layout, direction):
     x = _normal((230, 64), seed=6)
     ends = np.array([17, 17, 120, 230], np.int32)
@@ -143,8 +143,8 @@ def test_fused_pad_equals_pad_then_quantize(fmt, layout, direction):
                                                  scale_layout=layout, group_ends=pends))
 
 
-@pytest.mark.parametrize("fmt,layout,direction", itertools.product(
-    FORMATS, ["linear", "blocked"], ["rowwise", "colwise", "both"]))
+@pytest.mark.parametrize("fmt,layout,direction", list(itertools.product(
+    FORMATS, ["linear", "blocked"], ["rowwise", "colwise", "both"])))
 def test_3d_is_one_call_per_expert(fmt, layout, direction):
     w = _normal((3, 64, 96), seed=7)
     w[1] *= 100  # experts with different ranges: separate nvfp4 tensor scales
@@ -199,7 +199,7 @@ def test_strided_inputs_quantize_like_contiguous_copies(make):
             np.testing.assert_array_equal(a, b)
 
 
-@pytest.mark.parametrize("fmt,layout", itertools.product(FORMATS, ["linear", "blocked"]))
+@pytest.mark.parametrize("fmt,layout", list(itertools.product(FORMATS, ["linear", "blocked"])))
 def test_every_output_byte_is_written(fmt, layout, monkeypatch):
     x = _normal((150, 64), seed=11)
     kw = dict(format=fmt, direction="both", scale_layout=layout,

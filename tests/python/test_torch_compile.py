@@ -25,6 +25,7 @@ def _samples(device):
     ops = torch.ops.mxq
     q = mxq.quantize(x.cpu(), direction="both", group_ends=ENDS, pad_rowwise=32, pad_colwise=32)
     q = [None if t is None else t.to(device) for t in q]
+    q1 = [None if t is None else t.to(device) for t in mxq.quantize(x.cpu())]
     scales = torch.randint(0, 255, (300, 12), dtype=torch.uint8, device=device)
     padded = mxq.pad(x.cpu(), ENDS, alignment=32)[0].to(device)
     return [
@@ -39,6 +40,12 @@ def _samples(device):
         ("dequantize_colwise_grouped", ops.dequantize.default,
          (q[2], q[3], None, [190, 64], "mxfp8", "colwise", "rceil", "blocked", ends, 32, 32,
           torch.bfloat16)),
+        ("dequantize_colwise_grouped_u8", ops.dequantize.default,
+         (q[2].view(torch.uint8), q[3].view(torch.uint8), None, [190, 64], "mxfp8", "colwise",
+          "rceil", "blocked", ends, 32, 32, torch.float32)),
+        ("dequantize_rowwise", ops.dequantize.default,
+         (q1[0].view(torch.uint8), q1[1].view(torch.uint8), None, [190, 64], "mxfp8", "rowwise",
+          "rceil", "blocked", None, 0, 0, torch.bfloat16)),
         ("tensor_amax", ops.tensor_amax.default, (w,)),
         ("pad", ops.pad.default, (x, ends, 32)),
         ("unpad", ops.unpad.default, (padded, ends, 32, 190)),
@@ -49,28 +56,33 @@ def _samples(device):
     ]
 
 
-def _float8_comparison_limit(e):
-    """torch.testing.assert_close cannot compare some float8 tensors (pytorch issue 135998): a
-    limit of the checker's output comparison, not of the op; the compile tests below compare the
-    same outputs byte for byte instead."""
-    return re.search(r"[Ff]loat8|e8m0", str(e)) is not None and \
-        re.search(r"not (implemented|supported)|[Uu]nsupported", str(e)) is not None
+def _float8_checker_limit(e):
+    """opcheck's own checks run torch ops on the op's float8 inputs and outputs that torch does
+    not implement for float8 on every device (e.g. test_schema on CPU: "mul_cpu_reduced_float" not
+    implemented for 'Float8_e4m3fn'; assert_close, pytorch issue 135998): a limit of the checker,
+    not of the op. The op is still checked: the samples include uint8 views of the same inputs,
+    and the compile tests below compare the same outputs byte for byte."""
+    return re.search(r"not implemented for '?Float8", str(e)) is not None
 
 
 @pytest.mark.parametrize("device", DEVICES)
 @pytest.mark.parametrize("util", OPCHECK_UTILS)
 def test_opcheck(device, util):
-    failures = []
+    failures, checked = [], 0
     for name, op, args in _samples(device):
-        with skip_unsupported():
-            op(*args)  # the cuda backend may not implement this op yet
+        try:
+            op(*args)
+        except mxq.Unsupported:  # the cuda backend does not implement this case yet
+            continue
         try:
             torch.library.opcheck(op, args, test_utils=(util,))
+            checked += 1
         except Exception as e:  # noqa: BLE001 - collected, reported together below
-            if util == "test_aot_dispatch_dynamic" and _float8_comparison_limit(e):
-                continue
-            failures.append(f"{name}: {type(e).__name__}: {e}")
+            if not _float8_checker_limit(e):
+                failures.append(f"{name}: {type(e).__name__}: {e}")
     assert not failures, "\n".join(failures)
+    if not checked:
+        pytest.skip("no sample runs on this backend yet")
 
 
 def _layer_step(x, ends):
