@@ -4,7 +4,8 @@
 # GPU tests (MXQ_TEST_QUICK=1: small shapes), and print a summary table last.
 #   usage: scripts/gpu.sh LOG_DIR
 #   env:   MXQ_GPU_BUILD_DIR (default build), MXQ_CUDA_ARCHS (default 90a),
-#          MXQ_GPU_STEPS (default "build test bench sanitize"), MXQ_BENCH_ARGS (extra bench args)
+#          MXQ_GPU_STEPS (default "build test bench sanitize"), MXQ_BENCH_ARGS (extra bench args),
+#          MXQ_SANITIZERS (default "memcheck racecheck initcheck")
 set -uo pipefail
 LOG_DIR=${1:?usage: scripts/gpu.sh LOG_DIR}
 mkdir -p "$LOG_DIR"
@@ -65,7 +66,7 @@ sanitize_all() {
 }
 
 if wants sanitize; then
-  for tool in memcheck racecheck initcheck; do
+  for tool in ${MXQ_SANITIZERS:-memcheck racecheck initcheck}; do
     step "sanitize_$tool" sanitize_all "$tool"
   done
 fi

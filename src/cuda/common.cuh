@@ -26,22 +26,17 @@ inline bool aligned_to(const void* p, uintptr_t bytes) {
   return (reinterpret_cast<uintptr_t>(p) % bytes) == 0;
 }
 
-// Input element types: the raw storage, the exact widening to fp32 of the numerics core, and the
-// resident CTAs per SM the quantize kernel is register-limited to (bf16: 3 x 32 KB of loads in
-// flight; fp16's software widening and fp32's wider tiles need more registers).
+// Input element types: the raw storage and the exact widening to fp32 of the numerics core.
 struct Bf16In {
   using Raw = uint16_t;
-  static constexpr int min_ctas_per_sm = 3;
   static __device__ __forceinline__ float to_float(Raw h) { return num::bf16_to_float(h); }
 };
 struct Fp16In {
   using Raw = uint16_t;
-  static constexpr int min_ctas_per_sm = 2;
   static __device__ __forceinline__ float to_float(Raw h) { return num::fp16_to_float(h); }
 };
 struct Fp32In {
   using Raw = float;
-  static constexpr int min_ctas_per_sm = 2;
   static __device__ __forceinline__ float to_float(Raw f) { return f; }
 };
 

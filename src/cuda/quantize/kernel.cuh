@@ -1,7 +1,7 @@
-// The MX quantize tile kernel: a CTA reads each of its 128 x 128 tiles once, stages it raw in
-// shared memory and writes the rowwise and/or colwise codes and scales of that tile. Rowwise: a
-// block is a few adjacent lanes (amax by shuffles). Colwise: each thread owns one column, so that
-// it writes 64 contiguous bytes of the transposed output. Blocked
+// The MX quantize tile kernel: one CTA reads one 128 x 128 tile of one batch once and writes the
+// rowwise and/or colwise codes and scales of that tile. Rowwise works from registers (a block is
+// a few adjacent lanes; amax by shuffles); colwise stages the raw tile in shared memory and gives
+// each thread one column, so that it writes 64 contiguous bytes of the transposed output. Blocked
 // scales are staged as the tile's 512-byte blocked tiles and written with 16-byte stores.
 #pragma once
 #include <cstdint>
@@ -64,186 +64,157 @@ __device__ __forceinline__ Raw load_element(const Raw* p, bool aligned) {
   return r;
 }
 
-struct TileCoord {
-  int64_t b, tm, tk, m0, k0;
-  bool full;
-};
-
-__device__ __forceinline__ TileCoord tile_coord(const Problem& p, int64_t tile) {
-  TileCoord c;
-  c.tk = tile % p.tiles_k;
-  c.tm = (tile / p.tiles_k) % p.tiles_m;
-  c.b = tile / (p.tiles_k * p.tiles_m);
-  c.m0 = c.tm * kTileRows;
-  c.k0 = c.tk * kTileCols;
-  c.full = c.m0 + kTileRows <= p.M && c.k0 + kTileCols <= p.K;
-  return c;
-}
-
-// Issues every 16-byte load of one tile (virtual zeros outside the tensor).
-template <class T>
-__device__ __forceinline__ void load_tile(const Problem& p, const TileCoord& c, int chunk, int row0,
-                                          uint4 (&regs)[T::passes]) {
+template <class In, class Fmt, bool ROW, bool COL>
+__global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const Problem p) {
+  using T = TileTraits<In, Fmt>;
   using Raw = typename T::Raw;
-  const Raw* in = static_cast<const Raw*>(p.in) + c.b * p.batch_stride;
-  if (c.full && p.vec_in) {
+  extern __shared__ uint4 staged_tile[];  // colwise: kTileRows x kTileCols raw elements
+  __shared__ alignas(16) uint8_t row_scale_tile[kScaleTileBytes];
+  __shared__ alignas(16) uint8_t col_scale_tile[kScaleTileBytes];
+
+  const int64_t tile = blockIdx.x;
+  const int64_t tk = tile % p.tiles_k;
+  const int64_t tm = (tile / p.tiles_k) % p.tiles_m;
+  const int64_t b = tile / (p.tiles_k * p.tiles_m);
+  const int64_t m0 = tm * kTileRows, k0 = tk * kTileCols;
+  const bool full = m0 + kTileRows <= p.M && k0 + kTileCols <= p.K;
+  const int tid = threadIdx.x;
+  const int chunk = tid % T::chunks_per_row;
+  const int row0 = tid / T::chunks_per_row;
+  const Raw* in = static_cast<const Raw*>(p.in) + b * p.batch_stride;
+
+  // ---- one read of the tile: all loads in flight before the first use ----
+  uint4 regs[T::passes];
+  if (full && p.vec_in) {
 #pragma unroll
     for (int i = 0; i < T::passes; ++i) {
-      const int64_t m = c.m0 + row0 + i * T::rows_per_pass;
-      regs[i] = __ldg(reinterpret_cast<const uint4*>(in + m * p.row_stride + c.k0 + chunk * T::vec));
+      const int64_t m = m0 + row0 + i * T::rows_per_pass;
+      regs[i] = __ldg(reinterpret_cast<const uint4*>(in + m * p.row_stride + k0 + chunk * T::vec));
     }
   } else {
 #pragma unroll
     for (int i = 0; i < T::passes; ++i) {
-      const int64_t m = c.m0 + row0 + i * T::rows_per_pass;
+      const int64_t m = m0 + row0 + i * T::rows_per_pass;
       Raw v[T::vec];
 #pragma unroll
       for (int j = 0; j < T::vec; ++j) {
-        const int64_t k = c.k0 + chunk * T::vec + j;
+        const int64_t k = k0 + chunk * T::vec + j;
         v[j] = (m < p.M && k < p.K) ? load_element(in + m * p.row_stride + k, p.elem_aligned) : Raw(0);
       }
       memcpy(&regs[i], v, sizeof(v));
     }
   }
-}
-
-// A persistent CTA walks tiles blockIdx.x, + gridDim.x, ...: the raw tile is staged in shared
-// memory, then the next tile's loads are issued before this tile is converted, so that memory
-// latency overlaps the conversion.
-template <class In, class Fmt, bool ROW, bool COL>
-__global__ void __launch_bounds__(kThreads, (TileTraits<In, Fmt>::min_ctas_per_sm))
-quantize_tile_kernel(const Problem p, const int64_t tiles) {
-  using T = TileTraits<In, Fmt>;
-  using Raw = typename T::Raw;
-  extern __shared__ uint4 staged_tile[];  // kTileRows x kTileCols raw elements
-  __shared__ alignas(16) uint8_t row_scale_tile[kScaleTileBytes];
-  __shared__ alignas(16) uint8_t col_scale_tile[kScaleTileBytes];
-
-  const int tid = threadIdx.x;
-  const int chunk = tid % T::chunks_per_row;
-  const int row0 = tid / T::chunks_per_row;
-  uint4 regs[T::passes];
-  int64_t tile = blockIdx.x;
-  if (tile < tiles) load_tile<T>(p, tile_coord(p, tile), chunk, row0, regs);
-
-  for (; tile < tiles; tile += gridDim.x) {
-    const TileCoord c = tile_coord(p, tile);
-    __syncthreads();  // the previous tile's readers of the shared buffers are done
+  if constexpr (COL) {
 #pragma unroll
     for (int i = 0; i < T::passes; ++i) {
       staged_tile[(row0 + i * T::rows_per_pass) * T::chunks_per_row + chunk] = regs[i];
     }
-    __syncthreads();
-    if (tile + gridDim.x < tiles) load_tile<T>(p, tile_coord(p, tile + gridDim.x), chunk, row0, regs);
+  }
 
-    // ---- rowwise: blocks along K; a block is lanes_per_block adjacent lanes ----
-    if constexpr (ROW) {
-      const bool vec_out = c.full && p.vec_row_out;
-      const int kb_local = chunk / T::lanes_per_block;
-      const bool scale_lane = chunk % T::lanes_per_block == 0;
-      uint8_t* row_data = p.row_data + c.b * p.M * p.K * T::elem_bits / 8;
-#pragma unroll 2
-      for (int i = 0; i < T::passes; ++i) {
-        const int row = row0 + i * T::rows_per_pass;
-        const int64_t m = c.m0 + row;
-        Raw v[T::vec];
-        const uint4 raw = staged_tile[row * T::chunks_per_row + chunk];
-        memcpy(v, &raw, sizeof(v));
-        float x[T::vec];
-        uint32_t amax = 0;
+  // ---- rowwise: blocks along K, from registers ----
+  if constexpr (ROW) {
+    const bool vec_out = full && p.vec_row_out;
+    const int kb_local = chunk / T::lanes_per_block;
+    const bool scale_lane = chunk % T::lanes_per_block == 0;
+    uint8_t* row_data = p.row_data + b * p.M * p.K * T::elem_bits / 8;
 #pragma unroll
-        for (int j = 0; j < T::vec; ++j) {
-          x[j] = In::to_float(v[j]);
-          amax = max(amax, num::abs_bits(x[j]));
-        }
+    for (int i = 0; i < T::passes; ++i) {
+      const int row = row0 + i * T::rows_per_pass;
+      const int64_t m = m0 + row;
+      Raw v[T::vec];
+      memcpy(v, &regs[i], sizeof(v));
+      float x[T::vec];
+      uint32_t amax = 0;
 #pragma unroll
-        for (int off = 1; off < T::lanes_per_block; off <<= 1) {
-          amax = max(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
-        }
-        const uint8_t sb = num::block_scale<Fmt>(amax, p.rule, 0.0f);
-        const uint64_t codes = encode_codes<Fmt, T::vec>(x, sb, num::is_nonfinite_abs_bits(amax));
-        const int64_t k = c.k0 + chunk * T::vec;
-        uint8_t* dst = row_data + (m * p.K + k) * T::elem_bits / 8;
-        if (vec_out) {
-          store_vec<T::row_bytes_per_chunk>(dst, codes);
-        } else if (m < p.M) {
-          static_assert(T::elem_bits == 8, "partial-chunk stores of packed 4-bit codes are not written yet");
-          for (int j = 0; j < T::vec && k + j < p.K; ++j) dst[j] = static_cast<uint8_t>(codes >> (8 * j));
-        }
-        if (scale_lane) {
-          const int64_t kb = c.k0 / T::block + kb_local;
-          const bool real = m < p.M && kb < p.row_scale_cols;
-          if (p.blocked) {
-            row_scale_tile[num::blocked_offset(row, kb_local, 1)] = real ? sb : 0;
-          } else if (real) {
-            p.row_scales[c.b * p.row_scale_batch + m * p.row_scale_cols + kb] = sb;
-          }
-        }
+      for (int j = 0; j < T::vec; ++j) {
+        x[j] = In::to_float(v[j]);
+        amax = max(amax, num::abs_bits(x[j]));
       }
-    }
-
-    // ---- colwise: blocks along M, data transposed; one column per thread ----
-    if constexpr (COL) {
-      constexpr int kThreadsPerCol = kThreads / kTileCols;
-      constexpr int kBlocksPerThread = T::col_blocks / kThreadsPerCol;
-      const Raw* staged = reinterpret_cast<const Raw*>(staged_tile);
-      const int kl = tid % kTileCols;
-      const int64_t k = c.k0 + kl;
-      const bool vec_out = c.full && p.vec_col_out;
-      uint8_t* col_row = p.col_data + (c.b * p.K + k) * p.M * T::elem_bits / 8;
-#pragma unroll 1
-      for (int jb = 0; jb < kBlocksPerThread; ++jb) {
-        const int mb_local = (tid / kTileCols) * kBlocksPerThread + jb;
-        const Raw* column = staged + mb_local * T::block * kTileCols + kl;
-        // Two passes over shared memory (amax, then codes) keep few values live in registers.
-        uint32_t amax = 0;
 #pragma unroll
-        for (int i = 0; i < T::block; ++i) amax = max(amax, num::abs_bits(In::to_float(column[i * kTileCols])));
-        const uint8_t sb = num::block_scale<Fmt>(amax, p.rule, 0.0f);
-        const bool poisoned = num::is_nonfinite_abs_bits(amax);
-        uint64_t codes[T::block / 8];
-#pragma unroll
-        for (int q = 0; q < T::block / 8; ++q) {
-          float x[8];
-#pragma unroll
-          for (int i = 0; i < 8; ++i) x[i] = In::to_float(column[(8 * q + i) * kTileCols]);
-          codes[q] = encode_codes<Fmt, 8>(x, sb, poisoned);
-        }
-        const int64_t mstart = c.m0 + mb_local * T::block;
-        static_assert(T::elem_bits == 8, "colwise 4-bit packing along M is not written yet");
-        if (vec_out) {
-          uint4* dst = reinterpret_cast<uint4*>(col_row + mstart);
-#pragma unroll
-          for (int q = 0; q < T::block / 16; ++q) {
-            dst[q] = make_uint4(static_cast<uint32_t>(codes[2 * q]), static_cast<uint32_t>(codes[2 * q] >> 32),
-                                static_cast<uint32_t>(codes[2 * q + 1]), static_cast<uint32_t>(codes[2 * q + 1] >> 32));
-          }
-        } else if (k < p.K) {
-          for (int i = 0; i < T::block && mstart + i < p.M; ++i) {
-            col_row[mstart + i] = static_cast<uint8_t>(codes[i / 8] >> (8 * (i % 8)));
-          }
-        }
-        const int64_t mb = c.m0 / T::block + mb_local;
-        const bool real = k < p.K && mb < p.col_scale_cols;
+      for (int off = 1; off < T::lanes_per_block; off <<= 1) {
+        amax = max(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
+      }
+      const uint8_t sb = num::block_scale<Fmt>(amax, p.rule, 0.0f);
+      const uint64_t codes = encode_codes<Fmt, T::vec>(x, sb, num::is_nonfinite_abs_bits(amax));
+      const int64_t k = k0 + chunk * T::vec;
+      uint8_t* dst = row_data + (m * p.K + k) * T::elem_bits / 8;
+      if (vec_out) {
+        store_vec<T::row_bytes_per_chunk>(dst, codes);
+      } else if (m < p.M) {
+        static_assert(T::elem_bits == 8, "partial-chunk stores of packed 4-bit codes are not written yet");
+        for (int j = 0; j < T::vec && k + j < p.K; ++j) dst[j] = static_cast<uint8_t>(codes >> (8 * j));
+      }
+      if (scale_lane) {
+        const int64_t kb = k0 / T::block + kb_local;
+        const bool real = m < p.M && kb < p.row_scale_cols;
         if (p.blocked) {
-          col_scale_tile[num::blocked_offset(kl, mb_local, 1)] = real ? sb : 0;
+          row_scale_tile[num::blocked_offset(row, kb_local, 1)] = real ? sb : 0;
         } else if (real) {
-          p.col_scales[c.b * p.col_scale_batch + k * p.col_scale_cols + mb] = sb;
+          p.row_scales[b * p.row_scale_batch + m * p.row_scale_cols + kb] = sb;
         }
       }
     }
+  }
 
-    // ---- blocked scales: this tile owns exactly one 512-byte tile per direction ----
-    if (p.blocked) {
-      __syncthreads();
-      if (ROW && tid < 32) {
-        store_scale_tile(p.row_scales + c.b * p.row_scale_batch + (c.tm * p.tiles_k + c.tk) * kScaleTileBytes,
-                         row_scale_tile, tid, p.vec_scales);
+  // ---- colwise: blocks along M, data transposed; one column per thread ----
+  if constexpr (COL) {
+    __syncthreads();
+    constexpr int kThreadsPerCol = kThreads / kTileCols;
+    constexpr int kBlocksPerThread = T::col_blocks / kThreadsPerCol;
+    const Raw* staged = reinterpret_cast<const Raw*>(staged_tile);
+    const int kl = tid % kTileCols;
+    const int64_t k = k0 + kl;
+    const bool vec_out = full && p.vec_col_out;
+    uint8_t* col_row = p.col_data + (b * p.K + k) * p.M * T::elem_bits / 8;
+#pragma unroll
+    for (int jb = 0; jb < kBlocksPerThread; ++jb) {
+      const int mb_local = (tid / kTileCols) * kBlocksPerThread + jb;
+      float x[T::block];
+      uint32_t amax = 0;
+#pragma unroll
+      for (int i = 0; i < T::block; ++i) {
+        x[i] = In::to_float(staged[(mb_local * T::block + i) * kTileCols + kl]);
+        amax = max(amax, num::abs_bits(x[i]));
       }
-      if (COL && tid >= 32 && tid < 64) {
-        store_scale_tile(p.col_scales + c.b * p.col_scale_batch + (c.tk * p.tiles_m + c.tm) * kScaleTileBytes,
-                         col_scale_tile, tid - 32, p.vec_scales);
+      const uint8_t sb = num::block_scale<Fmt>(amax, p.rule, 0.0f);
+      const bool poisoned = num::is_nonfinite_abs_bits(amax);
+      uint64_t codes[T::block / 8];
+#pragma unroll
+      for (int q = 0; q < T::block / 8; ++q) codes[q] = encode_codes<Fmt, 8>(x + 8 * q, sb, poisoned);
+      const int64_t mstart = m0 + mb_local * T::block;
+      static_assert(T::elem_bits == 8, "colwise 4-bit packing along M is not written yet");
+      if (vec_out) {
+        uint4* dst = reinterpret_cast<uint4*>(col_row + mstart);
+#pragma unroll
+        for (int q = 0; q < T::block / 16; ++q) {
+          dst[q] = make_uint4(static_cast<uint32_t>(codes[2 * q]), static_cast<uint32_t>(codes[2 * q] >> 32),
+                              static_cast<uint32_t>(codes[2 * q + 1]), static_cast<uint32_t>(codes[2 * q + 1] >> 32));
+        }
+      } else if (k < p.K) {
+        for (int i = 0; i < T::block && mstart + i < p.M; ++i) {
+          col_row[mstart + i] = static_cast<uint8_t>(codes[i / 8] >> (8 * (i % 8)));
+        }
       }
+      const int64_t mb = m0 / T::block + mb_local;
+      const bool real = k < p.K && mb < p.col_scale_cols;
+      if (p.blocked) {
+        col_scale_tile[num::blocked_offset(kl, mb_local, 1)] = real ? sb : 0;
+      } else if (real) {
+        p.col_scales[b * p.col_scale_batch + k * p.col_scale_cols + mb] = sb;
+      }
+    }
+  }
+
+  // ---- blocked scales: this tile owns exactly one 512-byte tile per direction ----
+  if (p.blocked) {
+    __syncthreads();
+    if (ROW && tid < 32) {
+      store_scale_tile(p.row_scales + b * p.row_scale_batch + (tm * p.tiles_k + tk) * kScaleTileBytes,
+                       row_scale_tile, tid, p.vec_scales);
+    }
+    if (COL && tid >= 32 && tid < 64) {
+      store_scale_tile(p.col_scales + b * p.col_scale_batch + (tk * p.tiles_m + tm) * kScaleTileBytes,
+                       col_scale_tile, tid - 32, p.vec_scales);
     }
   }
 }

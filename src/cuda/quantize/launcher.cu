@@ -38,24 +38,16 @@ quant::Problem make_problem(const QuantizeArgs& a, int block) {
   return p;
 }
 
-// Persistent grid: as many CTAs as fit on the device at once, at most one per tile.
 template <class In, class Fmt, bool ROW, bool COL>
 Status launch(const quant::Problem& p, int64_t tiles, cudaStream_t stream) {
   auto kernel = quant::quantize_tile_kernel<In, Fmt, ROW, COL>;
-  const size_t smem = static_cast<size_t>(quant::TileTraits<In, Fmt>::staged_tile_bytes);
+  const size_t smem = COL ? static_cast<size_t>(quant::TileTraits<In, Fmt>::staged_tile_bytes) : 0;
   if (smem > 48 * 1024) {
     const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(smem));
     if (e != cudaSuccess) return cuda_status("quantize", e);
   }
-  int device = 0, sms = 0, per_sm = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, quant::kThreads, smem);
-  if (e != cudaSuccess) return cuda_status("quantize", e);
-  const int64_t resident = int64_t{sms} * (per_sm > 0 ? per_sm : 1);
-  const int64_t grid = tiles < resident ? tiles : resident;
-  kernel<<<static_cast<unsigned>(grid), quant::kThreads, smem, stream>>>(p, tiles);
+  kernel<<<static_cast<unsigned>(tiles), quant::kThreads, smem, stream>>>(p);
   return launch_status("quantize");
 }
 

@@ -31,8 +31,6 @@ struct TileTraits {
   static constexpr int scale_cols = kTileCols / block;             // per tile, rowwise
   static constexpr int col_blocks = kTileRows / block;             // per tile column, colwise
   static constexpr int64_t staged_tile_bytes = int64_t{kTileRows} * kTileCols * sizeof(Raw);
-  // Register budget: resident CTAs per SM the input type asks for (loads of the next tile in flight).
-  static constexpr int min_ctas_per_sm = In::min_ctas_per_sm;
   static_assert(lanes_per_block >= 1 && (lanes_per_block & (lanes_per_block - 1)) == 0,
                 "a rowwise block spans a power-of-two number of lanes of one warp");
   static_assert(scale_cols == 4 && col_blocks == 4,
