@@ -11,9 +11,4 @@ Status not_yet(const char* op) {
 }  // namespace
 
 Status tensor_amax(const TensorView&, float*, void*) { return not_yet("tensor_amax"); }
-Status pad(const PadArgs&, int64_t) { return not_yet("pad"); }
-Status unpad(const UnpadArgs&) { return not_yet("unpad"); }
-Status swizzle(const SwizzleArgs&) { return not_yet("swizzle"); }
-Status unswizzle(const SwizzleArgs&, uint8_t*) { return not_yet("unswizzle"); }
-Status validate_group_ends(const TokenGroups&, int64_t, void*) { return not_yet("validate_group_ends"); }
 }  // namespace mxq::cuda
