@@ -72,14 +72,18 @@ MXQ_HD constexpr uint32_t encode_element(float x, float multiplier, bool poisone
 }
 
 // Dequantized fp32 value of a code with scale byte `sb` (SPEC.md section 7).
+// A NaN result is always the canonical quiet NaN: the NaN that arithmetic produces differs between
+// CPUs (which propagate the payload) and GPUs (which give 0x7FFFFFFF).
 template <class T>
 MXQ_HD constexpr float dequantize_element(uint32_t code, uint8_t sb, float s_dec) {
+  float v = 0.0f;
   if constexpr (T::nv) {
     if (sb == kNvfp4ScaleNaN) return u2f(kF32QuietNaN);
-    return decode<typename T::Elem>(code) * decode<E4M3>(sb) * s_dec;
+    v = decode<typename T::Elem>(code) * decode<E4M3>(sb) * s_dec;
   } else {
-    return decode<typename T::Elem>(code) * e8m0_to_float(sb);
+    v = decode<typename T::Elem>(code) * e8m0_to_float(sb);
   }
+  return v != v ? u2f(kF32QuietNaN) : v;
 }
 
 }  // namespace mxq::num
