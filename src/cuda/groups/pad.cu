@@ -1,6 +1,6 @@
 // pad and unpad of token groups (SPEC.md section 6, docs/layouts.md "pad / unpad") on the device:
 // offsets stay on the device, every CTA derives the group spans it needs (group_scan.cuh) and
-// copies its own contiguous range of output rows, a warp per row; every output byte is written.
+// copies its own contiguous range of output rows as runs of rows; every output byte is written.
 #include <algorithm>
 
 #include "backend.hpp"
@@ -12,8 +12,9 @@
 namespace mxq::cuda {
 namespace {
 
-constexpr int kThreads = 512, kItems = 2, kChunk = kThreads * kItems, kWarps = kThreads / 32;
-constexpr int64_t kMinRowsPerCta = 2 * kWarps;
+constexpr int kThreads = 512, kItems = 2, kChunk = kThreads * kItems;
+constexpr int64_t kMinRowsPerCta = 32;
+constexpr int kCtasPerSm = 2;  // 1024 resident threads: 64 registers each, no spills
 
 struct RowCopyParams {
   const uint8_t* in;
@@ -28,20 +29,21 @@ struct RowCopyParams {
   int64_t rows_per_cta;
 };
 
+// Copies input rows [in_row, in_row + n) to output rows [out_row, out_row + n); in_row < 0: zeros.
 template <class V>
-__device__ void copy_or_zero(const RowCopyParams& p, int64_t out_row, int64_t in_row) {
-  const V* src = in_row >= 0 ? reinterpret_cast<const V*>(p.in + in_row * p.in_stride) : nullptr;
-  warp_copy_row(src, reinterpret_cast<V*>(p.out + out_row * p.row_bytes), p.row_bytes / int64_t(sizeof(V)),
-                threadIdx.x % 32);
+__device__ void copy_run(const RowCopyParams& p, int64_t out_row, int64_t in_row, int64_t n) {
+  if (n <= 0) return;
+  cta_copy_rows<kThreads, V>(in_row >= 0 ? p.in + in_row * p.in_stride : nullptr, p.in_stride,
+                             p.out + out_row * p.row_bytes, p.row_bytes, n);
 }
 
-// Output row r of pad lies in the padded span of one group: a copy of its input row, or padding.
+// The output rows of pad are, group by group, a run of input rows then a run of padding rows;
+// the CTA copies the runs that meet its range [r0, r1), then zeros its rows past the last group.
 // CTA 0 walks every group and also writes the padded offsets.
 template <class V>
-__global__ void __launch_bounds__(kThreads) pad_kernel(RowCopyParams p, int32_t* padded_starts, int32_t* padded_ends) {
+__global__ void __launch_bounds__(kThreads, kCtasPerSm) pad_kernel(RowCopyParams p, int32_t* padded_starts, int32_t* padded_ends) {
   __shared__ GroupChunkStorage<kChunk> s;
   const int64_t r0 = blockIdx.x * p.rows_per_cta, r1 = min(p.out_rows, r0 + p.rows_per_cta);
-  const int warp = threadIdx.x / 32;
   int64_t end = 0, padded_end = 0;
   auto body = [&](const GroupChunk<kChunk>& c) {
     if (blockIdx.x == 0)
@@ -49,37 +51,41 @@ __global__ void __launch_bounds__(kThreads) pad_kernel(RowCopyParams p, int32_t*
         padded_starts[c.first + j] = static_cast<int32_t>(c.padded_begin_of(j));
         padded_ends[c.first + j] = static_cast<int32_t>(c.padded_end_of(j));
       }
-    const int64_t hi = min(r1, c.chunk_padded_end());
-    for (int64_t r = max(r0, c.chunk_padded_begin()) + warp; r < hi; r += kWarps) {
-      const int j = c.find_by_padded_end(r);
-      const int64_t in_row = c.begin_of(j) + (r - c.padded_begin_of(j));
-      copy_or_zero<V>(p, r, in_row < c.end_of(j) ? in_row : -1);
+    const int64_t lo = max(r0, c.chunk_padded_begin()), hi = min(r1, c.chunk_padded_end());
+    for (int j = lo < hi ? c.find_by_padded_end(lo) : c.count; j < c.count && c.padded_begin_of(j) < hi; ++j) {
+      const int64_t pb = c.padded_begin_of(j), data_end = pb + (c.end_of(j) - c.begin_of(j));
+      const int64_t a = max(lo, pb), b = min(hi, data_end);
+      copy_run<V>(p, a, c.begin_of(j) + (a - pb), b - a);
+      const int64_t z = max(lo, data_end);
+      copy_run<V>(p, z, -1, min(hi, c.padded_end_of(j)) - z);
     }
     return blockIdx.x == 0 || c.chunk_padded_end() < r1;
   };
   for_each_group_chunk<kThreads, kItems>(p.ends, p.groups, p.limit, PadToMultiple{p.alignment}, s, body, &end,
                                          &padded_end);
-  for (int64_t r = max(r0, padded_end) + warp; r < r1; r += kWarps) copy_or_zero<V>(p, r, -1);
+  const int64_t z = max(r0, padded_end);
+  copy_run<V>(p, z, -1, r1 - z);
 }
 
-// Output row r of unpad lies in one group (a copy from its padded span) or past the last end (0).
+// The output rows of unpad are, group by group, runs of rows read from the group's padded span;
+// rows past the last end are 0.
 template <class V>
-__global__ void __launch_bounds__(kThreads) unpad_kernel(RowCopyParams p) {
+__global__ void __launch_bounds__(kThreads, kCtasPerSm) unpad_kernel(RowCopyParams p) {
   __shared__ GroupChunkStorage<kChunk> s;
   const int64_t r0 = blockIdx.x * p.rows_per_cta, r1 = min(p.out_rows, r0 + p.rows_per_cta);
-  const int warp = threadIdx.x / 32;
   int64_t end = 0, padded_end = 0;
   auto body = [&](const GroupChunk<kChunk>& c) {
-    const int64_t hi = min(r1, c.chunk_end());
-    for (int64_t r = max(r0, c.chunk_begin()) + warp; r < hi; r += kWarps) {
-      const int j = c.find_by_end(r);
-      copy_or_zero<V>(p, r, c.padded_begin_of(j) + (r - c.begin_of(j)));
+    const int64_t lo = max(r0, c.chunk_begin()), hi = min(r1, c.chunk_end());
+    for (int j = lo < hi ? c.find_by_end(lo) : c.count; j < c.count && c.begin_of(j) < hi; ++j) {
+      const int64_t a = max(lo, c.begin_of(j)), b = min(hi, c.end_of(j));
+      copy_run<V>(p, a, c.padded_begin_of(j) + (a - c.begin_of(j)), b - a);
     }
     return c.chunk_end() < r1;
   };
   for_each_group_chunk<kThreads, kItems>(p.ends, p.groups, p.limit, PadToMultiple{p.alignment}, s, body, &end,
                                          &padded_end);
-  for (int64_t r = max(r0, end) + warp; r < r1; r += kWarps) copy_or_zero<V>(p, r, -1);
+  const int64_t z = max(r0, end);
+  copy_run<V>(p, z, -1, r1 - z);
 }
 
 RowCopyParams row_copy_params(const TensorView& input, const TokenGroups& groups, int32_t alignment, void* out,

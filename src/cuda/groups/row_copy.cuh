@@ -1,5 +1,5 @@
-// Row copies of the token-group ops: a warp moves one row with the widest access that the row
-// width, the row strides and the pointers allow, several accesses per lane in flight.
+// Row copies of the token-group ops: a CTA moves a run of rows with the widest access that the
+// row width, the row strides and the pointers allow, several accesses per thread in flight.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -8,26 +8,45 @@
 
 namespace mxq::cuda {
 
-// Accesses per lane issued before the first store: enough bytes in flight to saturate HBM.
+// Accesses per thread issued before the first store: enough bytes in flight to saturate HBM.
 constexpr int kRowCopyUnroll = 4;
 
-// Copies n vectors of type V from src to dst with the lanes of one warp; a null src writes zeros.
-template <class V>
-__device__ __forceinline__ void warp_copy_row(const V* src, V* dst, int64_t n, int lane) {
-  constexpr int64_t kStep = 32 * kRowCopyUnroll;
-  for (int64_t base = lane; base < n; base += kStep) {
+// Copies n_rows rows of row_bytes (a multiple of sizeof(V)) from src (rows src_stride bytes apart)
+// to contiguous rows at dst, with all Threads threads of the CTA; a null src writes zeros. Rows
+// that are contiguous in both (the common case) are copied as one flat run of vectors.
+template <int Threads, class V>
+__device__ __forceinline__ void cta_copy_rows(const uint8_t* src, int64_t src_stride, uint8_t* dst, int64_t row_bytes,
+                                              int64_t n_rows) {
+  constexpr int64_t kStep = int64_t(Threads) * kRowCopyUnroll;
+  const int64_t per_row = row_bytes / int64_t(sizeof(V)), n = per_row * n_rows;
+  V* out = reinterpret_cast<V*>(dst);
+  if (src == nullptr) {
+    for (int64_t i = threadIdx.x; i < n; i += Threads) out[i] = V{};
+    return;
+  }
+  if (src_stride == row_bytes) {
+    const V* in = reinterpret_cast<const V*>(src);
+    for (int64_t base = threadIdx.x; base < n; base += kStep) {
+      V v[kRowCopyUnroll];
+#pragma unroll
+      for (int u = 0; u < kRowCopyUnroll; ++u)
+        if (base + u * Threads < n) v[u] = in[base + u * Threads];
+#pragma unroll
+      for (int u = 0; u < kRowCopyUnroll; ++u)
+        if (base + u * Threads < n) out[base + u * Threads] = v[u];
+    }
+    return;
+  }
+  for (int64_t base = threadIdx.x; base < n; base += kStep) {
     V v[kRowCopyUnroll];
 #pragma unroll
     for (int u = 0; u < kRowCopyUnroll; ++u) {
-      const int64_t i = base + u * 32;
-      v[u] = V{};
-      if (src && i < n) v[u] = src[i];
+      const int64_t i = base + u * Threads;
+      if (i < n) v[u] = reinterpret_cast<const V*>(src + (i / per_row) * src_stride)[i % per_row];
     }
 #pragma unroll
-    for (int u = 0; u < kRowCopyUnroll; ++u) {
-      const int64_t i = base + u * 32;
-      if (i < n) dst[i] = v[u];
-    }
+    for (int u = 0; u < kRowCopyUnroll; ++u)
+      if (base + u * Threads < n) out[base + u * Threads] = v[u];
   }
 }
 
