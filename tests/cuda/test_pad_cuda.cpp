@@ -33,7 +33,10 @@ std::vector<int32_t> jagged_ends(Rng& rng, int64_t G, int64_t max_rows, int64_t*
 
 HostTensor random_payload(Rng& rng, DType t, int64_t M, int64_t cols, int64_t row_stride) {
   HostTensor h(t, 1, M, cols, row_stride);
-  for (auto& b : h.bytes) b = uint8_t(rng.bits32());
+  for (size_t i = 0; i < h.bytes.size(); i += 4) {
+    const uint32_t bits = rng.bits32();
+    for (size_t k = 0; k < 4 && i + k < h.bytes.size(); ++k) h.bytes[i + k] = uint8_t(bits >> (8 * k));
+  }
   return h;
 }
 
@@ -142,7 +145,7 @@ const int32_t kAlignments[] = {16, 32, 64, 128};
 TEST(PadCuda, MatchesCpuOnJaggedGroups) {
   MXQ_FRESH_RNG(rng);
   const bool quick = quick_mode();
-  const int64_t max_bytes = quick ? (int64_t(1) << 18) : (int64_t(1) << 23);
+  const int64_t max_bytes = quick ? (int64_t(1) << 18) : (int64_t(1) << 21);
   const std::vector<int64_t> counts = quick ? std::vector<int64_t>{1, 8, 64, 1024}
                                             : std::vector<int64_t>{1, 4, 8, 16, 64, 256, 1024};
   const std::vector<int64_t> widths = quick ? std::vector<int64_t>{7, 160} : std::vector<int64_t>{7, 160, 2048, 7168};
