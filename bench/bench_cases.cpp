@@ -176,8 +176,8 @@ bool allowed(const std::vector<T>& filter, T value) {
 // Everything that tells two cases apart, the shape optionally left out.
 std::string case_key(const BenchCase& c, bool with_shape) {
   std::ostringstream key;
-  key << op_name(c.op) << ' ' << format_name(c.format) << ' ' << direction_name(c.direction) << ' '
-      << layout_name(c.layout) << ' ' << dtype_name(c.dtype) << ' ' << detail_string(c) << ' '
+  key << op_name(c.op) << ' ' << to_string(c.format) << ' ' << to_string(c.direction) << ' '
+      << to_string(c.layout) << ' ' << to_string(c.dtype) << ' ' << detail_string(c) << ' '
       << c.alignment;
   if (with_shape) key << ' ' << shape_string(c);
   return key.str();
@@ -236,47 +236,6 @@ const char* op_name(Op op) {
   return "?";
 }
 
-const char* format_name(Format f) {
-  switch (f) {
-    case Format::mxfp8: return "mxfp8";
-    case Format::mxfp8_e5m2: return "mxfp8_e5m2";
-    case Format::mxfp4: return "mxfp4";
-    case Format::nvfp4: return "nvfp4";
-  }
-  return "?";
-}
-
-const char* direction_name(Direction d) {
-  switch (d) {
-    case Direction::rowwise: return "rowwise";
-    case Direction::colwise: return "colwise";
-    case Direction::both: return "both";
-  }
-  return "?";
-}
-
-const char* layout_name(ScaleLayout l) { return l == ScaleLayout::blocked ? "blocked" : "linear"; }
-const char* rule_name(ScaleRule r) { return r == ScaleRule::rceil ? "rceil" : "floor"; }
-
-const char* dtype_name(DType t) {
-  switch (t) {
-    case DType::bf16: return "bf16";
-    case DType::fp16: return "fp16";
-    case DType::fp32: return "fp32";
-    case DType::u8: return "u8";
-  }
-  return "?";
-}
-
-const char* backend_name(Backend b) {
-  switch (b) {
-    case Backend::auto_: return "auto";
-    case Backend::cpu: return "cpu";
-    case Backend::cuda: return "cuda";
-  }
-  return "?";
-}
-
 std::string shape_string(const BenchCase& c) {
   std::ostringstream s;
   if (c.batch != 1) s << c.batch << 'x';
@@ -289,8 +248,8 @@ bool op_has_format(Op op) { return op == Op::quantize || op == Op::dequantize; }
 std::string case_label(const BenchCase& c) {
   const bool f = op_has_format(c.op);
   std::ostringstream s;
-  s << op_name(c.op) << ' ' << shape_string(c) << ' ' << (f ? format_name(c.format) : dtype_name(c.dtype))
-    << ' ' << (f ? direction_name(c.direction) : "-") << ' ' << (f ? layout_name(c.layout) : "-")
+  s << op_name(c.op) << ' ' << shape_string(c) << ' ' << (f ? to_string(c.format) : to_string(c.dtype))
+    << ' ' << (f ? to_string(c.direction) : "-") << ' ' << (f ? to_string(c.layout) : "-")
     << ' ' << detail_string(c);
   return s.str();
 }
@@ -303,14 +262,14 @@ std::string detail_string(const BenchCase& c) {
     (s << ... << parts);
     sep = " ";
   };
-  if (op_has_format(c.op) && c.format != Format::nvfp4) add(rule_name(c.rule));
+  if (op_has_format(c.op) && c.format != Format::nvfp4) add(to_string(c.rule));
   if (op_has_format(c.op) && c.format == Format::nvfp4 && c.op == Op::quantize)
     add(c.amax_given ? "amax=given" : "amax=computed");
   if (c.groups > 0) add("G=", c.groups);
   if (c.alignment > 0) add("A=", c.alignment);
   if (c.pad_rowwise > 0) add("padR=", c.pad_rowwise);
   if (c.pad_colwise > 0) add("padC=", c.pad_colwise);
-  if (c.dtype != DType::bf16) add(dtype_name(c.dtype));
+  if (c.dtype != DType::bf16) add(to_string(c.dtype));
   if (c.graph) add("graph");
   return s.str();
 }

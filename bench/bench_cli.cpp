@@ -13,15 +13,6 @@ const std::map<std::string, Op> kOps = {{"quantize", Op::quantize},
                                         {"pad", Op::pad},
                                         {"unpad", Op::unpad},
                                         {"amax", Op::amax}};
-const std::map<std::string, Format> kFormats = {{"mxfp8", Format::mxfp8},
-                                                {"mxfp8_e5m2", Format::mxfp8_e5m2},
-                                                {"mxfp4", Format::mxfp4},
-                                                {"nvfp4", Format::nvfp4}};
-const std::map<std::string, Direction> kDirections = {
-    {"rowwise", Direction::rowwise}, {"colwise", Direction::colwise}, {"both", Direction::both}};
-const std::map<std::string, Backend> kBackends = {
-    {"auto", Backend::auto_}, {"cpu", Backend::cpu}, {"cuda", Backend::cuda}};
-
 const CLI::Validator kShapeText(
     [](std::string& text) {
       BenchShape shape;
@@ -37,15 +28,15 @@ void add_bench_options(CLI::App& app, BenchCli& cli) {
   app.add_option("--op", o.ops, "Ops to time (repeatable): quantize, dequantize, pad, unpad, amax")
       ->transform(CLI::CheckedTransformer(kOps, CLI::ignore_case));
   app.add_option("--format", o.formats, "Formats (repeatable): mxfp8, mxfp8_e5m2, mxfp4, nvfp4")
-      ->transform(CLI::CheckedTransformer(kFormats, CLI::ignore_case));
+      ->transform(CLI::CheckedTransformer(names_of<Format>(), CLI::ignore_case));
   app.add_option("--dir", o.directions, "Directions (repeatable): rowwise, colwise, both")
-      ->transform(CLI::CheckedTransformer(kDirections, CLI::ignore_case));
+      ->transform(CLI::CheckedTransformer(names_of<Direction>(), CLI::ignore_case));
   app.add_option("--groups", o.groups, "Token-group counts to keep (repeatable; 0 = ungrouped)");
   app.add_option("--shape", cli.shapes,
                  "Shapes MxK or ExMxK (repeatable): every selected case kind at each shape")
       ->check(kShapeText);
   app.add_option("--backend", o.backend, "auto (cuda if a device is present), cpu or cuda")
-      ->transform(CLI::CheckedTransformer(kBackends, CLI::ignore_case));
+      ->transform(CLI::CheckedTransformer(names_of<Backend>(), CLI::ignore_case));
   app.add_option("--runs", o.runs, "Timed runs per case (default 50 on cuda, 5 on cpu)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--warmup", o.warmup, "Warm-up runs per case (default 5 on cuda, 1 on cpu)")
@@ -71,7 +62,7 @@ int run_bench(const BenchCli& cli, std::ostream& out, std::ostream& err) {
   const std::vector<BenchCase> cases = select_cases(options, backend);
   if (cli.list) {
     for (const BenchCase& c : cases) out << case_label(c) << "\n";
-    out << cases.size() << " cases on backend " << backend_name(backend) << "\n";
+    out << cases.size() << " cases on backend " << to_string(backend) << "\n";
     return 0;
   }
   std::unique_ptr<BenchRunner> runner;

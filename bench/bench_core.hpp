@@ -3,6 +3,7 @@
 // docs/PERF.md describes the method.
 #pragma once
 #include <mxq/mxq.hpp>
+#include <mxq/names.hpp>
 
 #include <cstdint>
 #include <iosfwd>
@@ -111,12 +112,6 @@ std::vector<BenchCase> select_cases(const BenchOptions& options, Backend backend
 
 // Names used in tables, JSON and on the command line.
 const char* op_name(Op op);
-const char* format_name(Format f);
-const char* direction_name(Direction d);
-const char* layout_name(ScaleLayout l);
-const char* rule_name(ScaleRule r);
-const char* dtype_name(DType t);
-const char* backend_name(Backend b);
 std::string shape_string(const BenchCase& c);  // "MxK" or "ExNxK"
 // Whether format, direction and layout mean anything for the op (quantize, dequantize).
 bool op_has_format(Op op);

@@ -43,7 +43,7 @@ const char* status_name(RowStatus s) {
 }  // namespace
 
 void print_header(std::ostream& os, const BenchEnvironment& env) {
-  os << "mxq " << env.mxq_version << " bench: backend " << backend_name(env.backend) << " on "
+  os << "mxq " << env.mxq_version << " bench: backend " << to_string(env.backend) << " on "
      << env.device << "\n"
      << "timer: " << env.timer << ", median of " << env.runs << " runs after " << env.warmup
      << " warm-up; cache " << (env.cache_bytes >> 10) << " KiB flushed by writing "
@@ -59,9 +59,9 @@ void print_header(std::ostream& os, const BenchEnvironment& env) {
 
 void print_row(std::ostream& os, const BenchResult& r) {
   const BenchCase& c = r.c;
-  const char* format = op_has_format(c.op) ? format_name(c.format) : dtype_name(c.dtype);
-  const char* dir = op_has_format(c.op) ? direction_name(c.direction) : "-";
-  const char* layout = op_has_format(c.op) ? layout_name(c.layout) : "-";
+  const char* format = op_has_format(c.op) ? to_string(c.format) : to_string(c.dtype);
+  const char* dir = op_has_format(c.op) ? to_string(c.direction) : "-";
+  const char* layout = op_has_format(c.op) ? to_string(c.layout) : "-";
   if (r.status != RowStatus::ok) {
     os << row_text(op_name(c.op), shape_string(c), format, dir, layout, detail_string(c),
                    status_name(r.status), "", "", "")
@@ -82,7 +82,7 @@ void print_table(std::ostream& os, const BenchEnvironment& env,
 std::string to_json(const BenchEnvironment& env, const std::vector<BenchResult>& results) {
   nlohmann::ordered_json root;
   root["mxq_version"] = env.mxq_version;
-  root["backend"] = backend_name(env.backend);
+  root["backend"] = to_string(env.backend);
   root["device"] = env.device;
   root["timer"] = env.timer;
   if (!env.note.empty()) root["note"] = env.note;
@@ -96,12 +96,12 @@ std::string to_json(const BenchEnvironment& env, const std::vector<BenchResult>&
     nlohmann::ordered_json j;
     j["op"] = op_name(c.op);
     j["shape"] = {c.batch, c.rows, c.cols};
-    j["dtype"] = dtype_name(c.dtype);
+    j["dtype"] = to_string(c.dtype);
     if (op_has_format(c.op)) {
-      j["format"] = format_name(c.format);
-      j["direction"] = direction_name(c.direction);
-      j["layout"] = layout_name(c.layout);
-      j["rule"] = rule_name(c.rule);
+      j["format"] = to_string(c.format);
+      j["direction"] = to_string(c.direction);
+      j["layout"] = to_string(c.layout);
+      j["rule"] = to_string(c.rule);
     }
     if (c.format == Format::nvfp4 && c.op == Op::quantize) j["amax_given"] = c.amax_given;
     j["groups"] = c.groups;

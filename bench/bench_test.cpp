@@ -68,8 +68,8 @@ TEST(BenchCases, CudaDefaultsCoverTheIssueShapes) {
   std::set<std::string> rows;
   for (const BenchCase& c : cases) {
     std::ostringstream key;
-    key << op_name(c.op) << shape_string(c) << format_name(c.format) << direction_name(c.direction)
-        << layout_name(c.layout) << detail_string(c);
+    key << op_name(c.op) << shape_string(c) << to_string(c.format) << to_string(c.direction)
+        << to_string(c.layout) << detail_string(c);
     EXPECT_TRUE(rows.insert(key.str()).second) << "duplicate row " << key.str();
   }
 }

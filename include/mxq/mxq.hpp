@@ -2,6 +2,7 @@
 #pragma once
 #include "dequantize.hpp"
 #include "groups.hpp"
+#include "names.hpp"
 #include "quantize.hpp"
 #include "scales.hpp"
 #include "status.hpp"

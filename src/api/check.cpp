@@ -7,25 +7,6 @@
 
 namespace mxq::api {
 
-const char* name(Format f) {
-  switch (f) {
-    case Format::mxfp8: return "mxfp8";
-    case Format::mxfp8_e5m2: return "mxfp8_e5m2";
-    case Format::mxfp4: return "mxfp4";
-    case Format::nvfp4: return "nvfp4";
-  }
-  return "unknown";
-}
-
-const char* name(Direction d) {
-  switch (d) {
-    case Direction::rowwise: return "rowwise";
-    case Direction::colwise: return "colwise";
-    case Direction::both: return "both";
-  }
-  return "unknown";
-}
-
 static bool in_range(int32_t v, int32_t lo, int32_t hi) { return v >= lo && v <= hi; }
 
 Status check_dtype(const char* op, const char* arg, DType t) {

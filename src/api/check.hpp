@@ -37,10 +37,6 @@ constexpr int64_t kMaxElements = int64_t{1} << 46;
 constexpr int64_t kMaxGroups = int64_t{1} << 20;
 constexpr int32_t kMaxAlignment = 4096;
 
-// Enum names for messages; "unknown" is not reachable after the range checks.
-const char* name(Format f);
-const char* name(Direction d);
-
 // Range checks for enums cast from integers (the C ABI passes int32 fields).
 Status check_dtype(const char* op, const char* arg, DType t);
 Status check_float_dtype(const char* op, const char* arg, DType t);  // bf16, fp16, fp32

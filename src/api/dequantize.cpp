@@ -44,7 +44,7 @@ Status dequantize(const DequantizeArgs& args) {
   if (args.params.format == Format::nvfp4)
     MXQ_REQUIRE(args.s_dec || args.batch == 0, "s_dec is null but nvfp4 needs the decode scales (batch floats)");
   else
-    MXQ_REQUIRE(!args.s_dec, "s_dec is given but format ", api::name(args.params.format),
+    MXQ_REQUIRE(!args.s_dec, "s_dec is given but format ", to_string(args.params.format),
                 " has no tensor scale (nvfp4 only)");
   MXQ_TRY(api::check_present(op, "out", args.out, n * dtype_size(args.out_dtype)));
   Backend b;

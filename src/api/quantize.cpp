@@ -16,14 +16,14 @@ Status validate_inputs(const char* op, const QuantizeArgs& a, QuantizeSizes* siz
   MXQ_TRY(api::quantize_layout(op, shape, sizes));
   const bool nv = a.params.format == Format::nvfp4;
   MXQ_REQUIRE(nv || a.tensor_amax == nullptr, "tensor_amax is given but format ",
-              api::name(a.params.format), " has no tensor scale (nvfp4 only)");
+              to_string(a.params.format), " has no tensor scale (nvfp4 only)");
   return api::check_backend(op, a.backend);
 }
 
 // The outputs: present for what the call writes, absent for what it does not.
 Status validate_outputs(const char* op, const QuantizeArgs& a, const QuantizeSizes& s) {
   const QuantizeOutputs& o = a.out;
-  const char* dir = api::name(a.params.direction);
+  const char* dir = to_string(a.params.direction);
   if (has_rowwise(a.params.direction)) {
     MXQ_REQUIRE(o.row_data || s.row_data_bytes == 0, "out.row_data is null but direction includes rowwise (",
                 s.row_data_bytes, " bytes)");
@@ -45,7 +45,7 @@ Status validate_outputs(const char* op, const QuantizeArgs& a, const QuantizeSiz
                 s.tensor_scale_count, " floats each)");
   } else if (a.params.format != Format::nvfp4) {
     MXQ_REQUIRE(!o.s_enc && !o.s_dec, "out.s_enc / out.s_dec are given but format ",
-                api::name(a.params.format), " has no tensor scale (nvfp4 only)");
+                to_string(a.params.format), " has no tensor scale (nvfp4 only)");
   }
   MXQ_REQUIRE(s.padded_offset_count > 0 || (!o.padded_starts && !o.padded_ends),
               "out.padded_starts / out.padded_ends are given but neither groups.pad_rowwise nor "

@@ -92,16 +92,16 @@ nlohmann::json quantization_config(const QuantSettings& s, const std::vector<std
           // (e5m2 elements, the E8M0 rule, a blocked scale layout are mxq's choices).
           {"mxq",
            {{"version", mxq::version()},
-            {"format", name_of(s.format)},
-            {"scale_rule", name_of(s.rule)},
-            {"scale_layout", name_of(s.layout)}}}};
+            {"format", to_string(s.format)},
+            {"scale_rule", to_string(s.rule)},
+            {"scale_layout", to_string(s.layout)}}}};
 }
 
 std::map<std::string, std::string> settings_metadata(const QuantSettings& s) {
   return {{"mxq_version", mxq::version()},
-          {"mxq_format", name_of(s.format)},
-          {"mxq_scale_rule", name_of(s.rule)},
-          {"mxq_scale_layout", name_of(s.layout)}};
+          {"mxq_format", to_string(s.format)},
+          {"mxq_scale_rule", to_string(s.rule)},
+          {"mxq_scale_layout", to_string(s.layout)}};
 }
 
 std::optional<QuantSettings> settings_from_metadata(const std::map<std::string, std::string>& m) {

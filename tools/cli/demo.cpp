@@ -78,8 +78,8 @@ void run_demo(const DemoOptions& opt) {
               mxq::version(), static_cast<long long>(kHidden), static_cast<long long>(kFfn),
               static_cast<long long>(kExperts));
   const bool no_device = backend == Backend::cpu && !mxq::cuda_available();
-  std::printf("backend: %s%s; scale rule %s, scale layout %s\n", name_of(backend),
-              no_device ? " (no CUDA device)" : "", name_of(opt.rule), name_of(opt.layout));
+  std::printf("backend: %s%s; scale rule %s, scale layout %s\n", to_string(backend),
+              no_device ? " (no CUDA device)" : "", to_string(opt.rule), to_string(opt.layout));
 
   std::mt19937 rng(opt.seed);
   std::vector<int32_t> ends;
@@ -143,7 +143,7 @@ void run_demo(const DemoOptions& opt) {
         std::snprintf(ratio, sizeof ratio, "%.2fx", static_cast<double>(before) / q.bytes());
         std::snprintf(ms, sizeof ms, "%.2f", q.seconds * 1e3);
         std::snprintf(gbps, sizeof gbps, "%.2f", (before + q.bytes()) / q.seconds / 1e9);
-        table.add({t->name, name_of(format), name_of(direction),
+        table.add({t->name, to_string(format), to_string(direction),
                    format_shape(shape) + (t->groups.groups.count ? " grouped" : ""),
                    std::to_string(before), std::to_string(q.bytes()), ratio,
                    sqnr_cell(backend, *t, job, q), ms, gbps});
@@ -155,7 +155,7 @@ void run_demo(const DemoOptions& opt) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("\n24 quantize calls in %.1f ms on %s (GB/s = bytes read + written per second); "
               "demo total %.2f s\n",
-              quantize_seconds * 1e3, name_of(backend), total);
+              quantize_seconds * 1e3, to_string(backend), total);
 }
 
 }  // namespace

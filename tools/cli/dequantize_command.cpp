@@ -89,7 +89,7 @@ void run_dequantize(const DequantizeOptions& opt) {
         writer.write(spec.name, nullptr, 0);  // an empty weight is still written
         const uint64_t before = w->data->bytes() + w->scale->bytes() +
                                 (w->global_scale ? w->global_scale->bytes() : 0);
-        table.add({spec.name, format_shape(spec.shape), name_of(s.format),
+        table.add({spec.name, format_shape(spec.shape), to_string(s.format),
                    std::to_string(before), std::to_string(spec.bytes())});
         ++weights;
       } else {

@@ -1,25 +1,15 @@
-// Names of the library's enumerations as the command line and the tables spell them.
+// Name -> value maps of the library's enumerations for CLI11's CheckedTransformer (it rejects any
+// other spelling with a clear message). The spellings live in <mxq/names.hpp>.
 #pragma once
-#include <mxq/types.hpp>
-
-#include <map>
-#include <string>
+#include <mxq/names.hpp>
 
 namespace mxq::cli {
 
-const char* name_of(Format f);
-const char* name_of(ScaleRule r);
-const char* name_of(ScaleLayout l);
-const char* name_of(Direction d);
-const char* name_of(Backend b);
-const char* name_of(DType t);
+inline const std::map<std::string, Format>& format_names() { return names_of<Format>(); }
+inline const std::map<std::string, ScaleRule>& scale_rule_names() { return names_of<ScaleRule>(); }
+inline const std::map<std::string, ScaleLayout>& scale_layout_names() { return names_of<ScaleLayout>(); }
+inline const std::map<std::string, Backend>& backend_names() { return names_of<Backend>(); }
 
-// Name -> value maps for CLI11's CheckedTransformer (rejects anything else with a clear message).
-const std::map<std::string, Format>& format_names();
-const std::map<std::string, ScaleRule>& scale_rule_names();
-const std::map<std::string, ScaleLayout>& scale_layout_names();
-const std::map<std::string, Backend>& backend_names();
-
-constexpr Format kAllFormats[] = {Format::mxfp8, Format::mxfp8_e5m2, Format::mxfp4, Format::nvfp4};
+inline constexpr const auto& kAllFormats = AllValues<Format>::v;
 
 }  // namespace mxq::cli

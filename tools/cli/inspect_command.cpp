@@ -86,7 +86,7 @@ void print_settings(const st::SafetensorsView& view) {
     const auto version = view.metadata().find("mxq_version");
     std::printf("  quantized by mxq %s: format %s, scale rule %s, scale layout %s\n",
                 version != view.metadata().end() ? version->second.c_str() : "?",
-                name_of(s->format), name_of(s->rule), name_of(s->layout));
+                to_string(s->format), to_string(s->rule), to_string(s->layout));
   }
   const auto config = view.metadata().find("quantization_config");
   if (config != view.metadata().end()) {
@@ -127,7 +127,7 @@ void run_inspect(const InspectOptions& opt) {
     if (s) {
       for (const st::TensorInfo& t : view.tensors()) {
         if (auto w = find_stored_weight(view, t, *s)) {
-          role[t.name] = std::string(name_of(s->format)) + " data of " + w->name;
+          role[t.name] = std::string(to_string(s->format)) + " data of " + w->name;
           role[w->scale->name] = "scales of " + w->name;
           if (w->global_scale) role[w->global_scale->name] = "global scale of " + w->name;
           weights.emplace(t.name, *w);

@@ -131,8 +131,8 @@ void run_quantize(const QuantizeOptions& opt) {
   const nlohmann::json config = quantization_config(s, ignored);
 
   std::printf("mxq quantize: %s -> %s, format %s, scale rule %s, scale layout %s, backend %s\n",
-              opt.in.c_str(), opt.out.c_str(), name_of(s.format), name_of(s.rule),
-              name_of(s.layout), name_of(backend));
+              opt.in.c_str(), opt.out.c_str(), to_string(s.format), to_string(s.rule),
+              to_string(s.layout), to_string(backend));
   Table table({"tensor", "shape", "dtype", "format", "bytes before", "bytes after", "SQNR dB"});
   Progress progress(total_bytes, !opt.quiet);
   Sqnr overall;
@@ -180,7 +180,7 @@ void run_quantize(const QuantizeOptions& opt) {
         }
         bytes_before += static_cast<int64_t>(t.bytes());
         bytes_after += after;
-        table.add({t.name, format_shape(t.shape), t.dtype, name_of(s.format),
+        table.add({t.name, format_shape(t.shape), t.dtype, to_string(s.format),
                    std::to_string(t.bytes()), std::to_string(after), format_db(w.sqnr_db)});
       }
       progress.advance(static_cast<int64_t>(t.bytes()), t.name);
