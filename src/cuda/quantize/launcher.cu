@@ -2,6 +2,7 @@
 // Problem from validated arguments and launches it on the caller's stream.
 #include "../../backend.hpp"
 #include "../common.cuh"
+#include "../quantize_grouped/launcher.hpp"
 #include "kernel.cuh"
 
 namespace mxq::cuda {
@@ -62,14 +63,12 @@ Status launch_directions(Direction d, const quant::Problem& p, int64_t tiles, cu
 
 }  // namespace
 
-Status quantize(const QuantizeArgs& args, const QuantizeSizes&) {
+Status quantize(const QuantizeArgs& args, const QuantizeSizes& sizes) {
   const Format f = args.params.format;
   if (f != Format::mxfp8 && f != Format::mxfp8_e5m2) {
     return Status::error(Code::unsupported, "quantize: the cuda backend serves mxfp8 and mxfp8_e5m2 only so far");
   }
-  if (args.groups.groups.count > 0) {
-    return Status::error(Code::unsupported, "quantize: the cuda backend does not serve token groups yet");
-  }
+  if (args.groups.groups.count > 0) return quantize_grouped(args, sizes);
   const quant::Problem p = make_problem(args, num::format_block(f));
   const int64_t tiles = p.batch * p.tiles_m * p.tiles_k;
   if (tiles == 0) return {};
