@@ -218,6 +218,18 @@ TEST(CudaGroupedQuantize, ManyGroupsSpanSeveralChunksOfTheWalk) {
   }
 }
 
+// Enough row tiles that each CTA takes a strip of several column tiles (the launcher deals 8
+// CTAs per SM).
+TEST(CudaGroupedQuantize, LargeTensorsUseStripsOfColumnTiles) {
+  if (quick_mode()) GTEST_SKIP() << "large shapes";
+  MXQ_FRESH_RNG(rng);
+  const std::vector<int32_t> ends = random_group_ends(rng, 40000, 8, 1, 77);
+  const HostTensor h = normal_tensor(rng, DType::bf16, 1, 40000, 2048);
+  for (Padding pad : {Padding{32, 0}, Padding{0, 32}}) {
+    expect_grouped_matches_cpu(h, request(Format::mxfp8, ScaleRule::rceil, ScaleLayout::blocked, ends, pad));
+  }
+}
+
 TEST(CudaGroupedQuantize, EmptyGroupsNoRowsAndAllRowsPastTheLastEnd) {
   MXQ_FRESH_RNG(rng);
   for (ScaleLayout l : {ScaleLayout::linear, ScaleLayout::blocked}) {

@@ -30,11 +30,12 @@ struct GroupWalk {
   int32_t* padded_ends = nullptr;
 };
 
-// Per-group quantities summed by the walk (identity: all zero, every value is >= 0).
+// Per-group quantities summed by the walk (identity: all zero, every value is >= 0). 32 bits
+// suffice: the API bounds every padded row count, and so every sum, by 2^31 - 1.
 struct GroupSums {
-  int64_t padded = 0;  // A * ceil(size / A) (size when nothing pads)
-  int64_t tiles = 0;   // 128-row tiles
-  int64_t qcols = 0;   // colwise 32-row blocks (linear scale columns of groups along K)
+  int32_t padded = 0;  // A * ceil(size / A) (size when nothing pads)
+  int32_t tiles = 0;   // 128-row tiles
+  int32_t qcols = 0;   // colwise 32-row blocks (linear scale columns of groups along K)
 };
 
 struct AddSums {
@@ -43,7 +44,7 @@ struct AddSums {
   }
 };
 struct MaxOf {
-  __device__ int64_t operator()(int64_t a, int64_t b) const { return a > b ? a : b; }
+  __device__ int32_t operator()(int32_t a, int32_t b) const { return a > b ? a : b; }
 };
 
 // The group of one tile, or the totals for a tile past the last group.
@@ -67,12 +68,11 @@ struct GroupTotals {
 
 template <int Threads, int Items>
 struct GroupWalkStorage {
-  using MaxScan = cub::BlockScan<int64_t, Threads, cub::BLOCK_SCAN_WARP_SCANS>;
+  using MaxScan = cub::BlockScan<int32_t, Threads, cub::BLOCK_SCAN_WARP_SCANS>;
   using SumScan = cub::BlockScan<GroupSums, Threads, cub::BLOCK_SCAN_WARP_SCANS>;
-  union {
-    typename MaxScan::TempStorage max_scan;
-    typename SumScan::TempStorage sum_scan;
-  } scan;
+  // Separate storage: the barrier inside each scan orders the reuse of the other one's storage.
+  typename MaxScan::TempStorage max_scan;
+  typename SumScan::TempStorage sum_scan;
   TileGroup group;
   GroupTotals totals;
 };
@@ -86,22 +86,21 @@ __device__ void find_tile_group(const GroupWalk& w, int64_t tile, bool write_off
   using Storage = GroupWalkStorage<Threads, Items>;
   constexpr int kChunk = Threads * Items;
   if (threadIdx.x == 0) s.group.found = false;
-  int64_t carry_end = 0;  // every thread keeps the running carries in registers
+  int32_t carry_end = 0;  // every thread keeps the running carries in registers
   GroupSums carry;
   for (int64_t first = 0; first < w.G; first += kChunk) {
     int32_t raw[Items];
-    int64_t local_max = 0;
+    int32_t local_max = 0;
 #pragma unroll
     for (int k = 0; k < Items; ++k) {
       const int64_t g = first + threadIdx.x * Items + k;
       raw[k] = g < w.G ? __ldg(w.ends + g) : 0;
       // The clamped end of g is the running maximum of clamp(raw_h, 0, M) over h <= g.
-      if (g < w.G) local_max = MaxOf{}(local_max, num::clamp_group_end(raw[k], 0, w.M));
+      if (g < w.G) local_max = MaxOf{}(local_max, static_cast<int32_t>(num::clamp_group_end(raw[k], 0, w.M)));
     }
-    int64_t prev, chunk_max;
-    typename Storage::MaxScan(s.scan.max_scan).ExclusiveScan(local_max, prev, int64_t{0}, MaxOf{}, chunk_max);
-    prev = MaxOf{}(prev, carry_end);
-    __syncthreads();  // the scan storage is reused below
+    int32_t prev32, chunk_max;
+    typename Storage::MaxScan(s.max_scan).ExclusiveScan(local_max, prev32, int32_t{0}, MaxOf{}, chunk_max);
+    int64_t prev = MaxOf{}(prev32, carry_end);
 
     GroupSums mine[Items], local;
     int64_t starts[Items], sizes[Items];
@@ -113,14 +112,14 @@ __device__ void find_tile_group(const GroupWalk& w, int64_t tile, bool write_off
       const int64_t padded = w.pad > 0 ? num::round_up(n, w.pad) : n;
       starts[k] = prev;
       sizes[k] = n;
-      mine[k].padded = padded;
-      mine[k].tiles = num::ceil_div(w.tiles_from_padded ? padded : n, int64_t{kTileRows});
-      mine[k].qcols = num::ceil_div(w.q_from_padded ? padded : n, int64_t{32});
+      mine[k].padded = static_cast<int32_t>(padded);
+      mine[k].tiles = static_cast<int32_t>(num::ceil_div(w.tiles_from_padded ? padded : n, int64_t{kTileRows}));
+      mine[k].qcols = static_cast<int32_t>(num::ceil_div(w.q_from_padded ? padded : n, int64_t{32}));
       local = AddSums{}(local, mine[k]);
       prev = end;
     }
     GroupSums before, chunk_sum;
-    typename Storage::SumScan(s.scan.sum_scan).ExclusiveScan(local, before, GroupSums{}, AddSums{}, chunk_sum);
+    typename Storage::SumScan(s.sum_scan).ExclusiveScan(local, before, GroupSums{}, AddSums{}, chunk_sum);
     before = AddSums{}(carry, before);
 #pragma unroll
     for (int k = 0; k < Items; ++k) {
@@ -147,7 +146,6 @@ __device__ void find_tile_group(const GroupWalk& w, int64_t tile, bool write_off
     }
     carry_end = MaxOf{}(carry_end, chunk_max);
     carry = AddSums{}(carry, chunk_sum);
-    __syncthreads();  // the scan storage is reused by the next chunk
   }
   if (threadIdx.x == 0) s.totals = {carry_end, carry.padded, carry.tiles, carry.qcols};
   __syncthreads();

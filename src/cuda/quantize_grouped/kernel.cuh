@@ -3,7 +3,7 @@
 // to the padded size, K-group scales), both from one read of the tile.
 //
 // The grid is sized on the host from an upper bound: tile_rows = ceil(rows / 128) + G row tiles,
-// tiles_k column tiles. A CTA walks the device-side offsets (group_tiles.cuh) to find the group of
+// tiles_k column tiles, dealt to CTAs in strips of column tiles of one row tile. A CTA walks the device-side offsets (group_tiles.cuh) to find the group of
 // its row tile: group g owns ceil(rows_g / 128) consecutive row tiles, tile t covering its local
 // rows [128 t, 128 t + 128), and each such tile owns exactly one 512-byte blocked scale tile per
 // direction. CTAs whose row tile lies past the last group zero the bytes that belong to no group
@@ -44,6 +44,7 @@ struct GroupedProblem {
   int64_t col_scale_pitch = 0; // linear colwise: ceil(Mc / 32) + G columns per k
   int64_t k_rows_padded = 0;   // Rp(K): rows of each group's colwise blocked matrix
   int64_t tiles_k = 0, tile_rows = 0;
+  int64_t strip_tiles = 1, strips = 1;  // column tiles per CTA, CTAs per row tile
   // Fast paths: 16-byte input loads; 8-byte rowwise and 16-byte colwise code stores; 16-byte
   // scale tile stores.
   bool vec_in = false, vec_row_out = false, vec_col_out = false, vec_scales = false;
@@ -76,26 +77,14 @@ __device__ void zero_ungrouped(const GroupedProblem& p, const GroupTotals& t, in
   }
 }
 
+// One 128 x 128 tile of group `grp` at column tile tk: one read, then the rowwise and/or colwise
+// codes and scales. staged_tile and the scale tiles are the CTA's shared memory.
 template <class In, class Fmt, bool ROW, bool COL>
-__global__ void __launch_bounds__(kThreads) grouped_quantize_kernel(const GroupedProblem p) {
+__device__ __forceinline__ void quantize_group_tile(const GroupedProblem& p, const TileGroup& grp, int64_t tk,
+                                                    uint4* staged_tile, uint8_t* row_scale_tile,
+                                                    uint8_t* col_scale_tile) {
   using T = quant::TileTraits<In, Fmt>;
   using Raw = typename T::Raw;
-  static_assert(T::elem_bits == 8 && T::scale_tiles == 1, "token groups serve the MXFP8 formats so far");
-  extern __shared__ uint4 staged_tile[];  // colwise: kTileRows x kTileCols raw elements
-  __shared__ alignas(16) uint8_t row_scale_tile[kScaleTileBytes];
-  __shared__ alignas(16) uint8_t col_scale_tile[kScaleTileBytes];
-  __shared__ GroupWalkStorage<kThreads, kGroupItems> walk;
-
-  const int64_t tk = blockIdx.x % p.tiles_k;
-  const int64_t trow = blockIdx.x / p.tiles_k;
-  find_tile_group(p.walk, trow, blockIdx.x == 0, walk);
-  const TileGroup grp = walk.group;
-  if (!grp.found) {
-    const GroupTotals totals = walk.totals;
-    zero_ungrouped<ROW, COL>(p, totals, trow - totals.tiles, p.tile_rows - totals.tiles, tk);
-    return;
-  }
-
   const int64_t lr0 = grp.tile * kTileRows;  // first group-local row of the tile
   const int64_t k0 = tk * kTileCols;
   const bool full_k = k0 + kTileCols <= p.K;
@@ -237,6 +226,35 @@ __global__ void __launch_bounds__(kThreads) grouped_quantize_kernel(const Groupe
       const int64_t at = p.k_rows_padded * 4 * grp.tile_first + (tk * grp.tiles + grp.tile) * kScaleTileBytes;
       quant::store_scale_tile(p.col_scales + at, col_scale_tile, tid - 32, p.vec_scales);
     }
+  }
+}
+
+// A CTA owns the row tile blockIdx.x / strips and the strip of up to strip_tiles column tiles
+// blockIdx.x % strips of it: the group walk is paid once per strip.
+template <class In, class Fmt, bool ROW, bool COL>
+__global__ void __launch_bounds__(kThreads) grouped_quantize_kernel(const GroupedProblem p) {
+  using T = quant::TileTraits<In, Fmt>;
+  static_assert(T::elem_bits == 8 && T::scale_tiles == 1, "token groups serve the MXFP8 formats so far");
+  extern __shared__ uint4 staged_tile[];  // colwise: kTileRows x kTileCols raw elements
+  __shared__ alignas(16) uint8_t row_scale_tile[kScaleTileBytes];
+  __shared__ alignas(16) uint8_t col_scale_tile[kScaleTileBytes];
+  __shared__ GroupWalkStorage<kThreads, kGroupItems> walk;
+
+  const int64_t trow = blockIdx.x / p.strips;
+  const int64_t tk0 = (blockIdx.x % p.strips) * p.strip_tiles;
+  const int64_t tk1 = min(p.tiles_k, tk0 + p.strip_tiles);
+  find_tile_group(p.walk, trow, blockIdx.x == 0, walk);
+  const TileGroup grp = walk.group;
+  if (!grp.found) {
+    const GroupTotals totals = walk.totals;
+    for (int64_t tk = tk0; tk < tk1; ++tk) {
+      zero_ungrouped<ROW, COL>(p, totals, trow - totals.tiles, p.tile_rows - totals.tiles, tk);
+    }
+    return;
+  }
+  for (int64_t tk = tk0; tk < tk1; ++tk) {
+    quantize_group_tile<In, Fmt, ROW, COL>(p, grp, tk, staged_tile, row_scale_tile, col_scale_tile);
+    __syncthreads();  // the next tile reuses the shared tiles
   }
 }
 

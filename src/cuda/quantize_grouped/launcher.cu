@@ -56,6 +56,20 @@ GroupedProblem make_problem(const QuantizeArgs& a, const QuantizeSizes& sizes, i
   return p;
 }
 
+// Column tiles per CTA: enough to amortise the group walk of each CTA over several tiles, few
+// enough to keep about 8 CTAs per SM (2-3 waves at the kernel's occupancy).
+Status choose_strips(GroupedProblem* p) {
+  constexpr int64_t kMaxStripTiles = 8, kCtasPerSm = 8;
+  int device = 0, sms = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e != cudaSuccess) return cuda_status("quantize", e);
+  const int64_t per_cta = p->tile_rows * p->tiles_k / (int64_t{sms} * kCtasPerSm);
+  p->strip_tiles = per_cta < 1 ? 1 : per_cta > kMaxStripTiles ? kMaxStripTiles : per_cta;
+  p->strips = num::ceil_div(p->tiles_k, p->strip_tiles);
+  return {};
+}
+
 // One launch for the directions ROW / COL of p. The rows of the tile bound come from the
 // directions served; the groups' tiles from their padded size when a served direction pads.
 template <class In, class Fmt, bool ROW, bool COL>
@@ -64,7 +78,9 @@ Status launch(GroupedProblem p, cudaStream_t stream) {
   p.walk.tiles_from_padded = (ROW && p.row_padded) || (COL && p.col_padded);
   p.walk.q_from_padded = p.col_padded;
   p.tile_rows = num::ceil_div(rows, int64_t{qgroup::kTileRows}) + p.walk.G;
-  const int64_t ctas = p.tile_rows * p.tiles_k;
+  const Status strips = choose_strips(&p);
+  if (!strips.ok()) return strips;
+  const int64_t ctas = p.tile_rows * p.strips;
   if (ctas > 0x7FFFFFFF) return Status::error(Code::unsupported, "quantize: more than 2^31 - 1 tiles");
   auto kernel = qgroup::grouped_quantize_kernel<In, Fmt, ROW, COL>;
   const size_t smem = COL ? static_cast<size_t>(quant::TileTraits<In, Fmt>::staged_tile_bytes) : 0;
