@@ -1,4 +1,4 @@
-// The hardware fp32 -> fp8 conversion used by the kernels (src/cuda/convert.cuh) equals the
+// The fp32 -> fp8 (hardware) and fp4 (integer form) conversions of the kernels (src/cuda/convert.cuh) equal the
 // numerics core's num::encode on every one of the 2^32 fp32 inputs (a sample with MXQ_TEST_QUICK).
 #include <gtest/gtest.h>
 
@@ -42,6 +42,7 @@ void check_exhaustive() {
 
 TEST(CudaConvert, E4M3HardwareEqualsNumericsOnAllFp32) { check_exhaustive<num::E4M3>(); }
 TEST(CudaConvert, E5M2HardwareEqualsNumericsOnAllFp32) { check_exhaustive<num::E5M2>(); }
+TEST(CudaConvert, E2M1IntegerFormEqualsNumericsOnAllFp32) { check_exhaustive<num::E2M1>(); }
 
 }  // namespace
 }  // namespace mxq::test

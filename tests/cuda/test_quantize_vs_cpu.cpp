@@ -92,27 +92,5 @@ TEST(CudaQuantize, LargeTokens) {
                           params(Format::mxfp8, ScaleRule::floor, ScaleLayout::blocked));
 }
 
-TEST(CudaQuantize, UnsupportedRequestsAreReported) {
-  MXQ_FRESH_RNG(rng);
-  const HostTensor h = normal_tensor(rng, DType::bf16, 1, 64, 64);
-  DeviceTensor in(h);
-  for (Format f : {Format::mxfp4, Format::nvfp4}) {
-    QuantizeArgs a;
-    a.input = in.view;
-    a.params.format = f;
-    a.backend = Backend::cuda;
-    QuantizeSizes s;
-    ASSERT_TRUE(quantize_sizes(a, &s).ok());
-    DeviceOutputs out(s);
-    a.out = out.outputs(a.params.direction);
-    DeviceBuffer scales(64), sdec(64);
-    a.out.s_enc = reinterpret_cast<float*>(scales.get());
-    a.out.s_dec = reinterpret_cast<float*>(sdec.get());
-    if (f != Format::nvfp4) a.out.s_enc = a.out.s_dec = nullptr;
-    const Status st = quantize(a);
-    EXPECT_EQ(st.code(), Code::unsupported) << st.message();
-  }
-}
-
 }  // namespace
 }  // namespace mxq::test

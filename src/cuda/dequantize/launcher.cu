@@ -1,5 +1,5 @@
-// mxq::cuda::dequantize: MX formats (8-bit codes), rowwise or colwise data, linear or blocked
-// scales, to bf16 / fp16 / fp32.
+// mxq::cuda::dequantize: every format, rowwise or colwise data, linear or blocked scales, to
+// bf16 / fp16 / fp32.
 #include "../../backend.hpp"
 #include "../common.cuh"
 #include "kernel.cuh"
@@ -31,9 +31,6 @@ Status launch_out(DType out, const dequant::Problem& p, bool colwise, int64_t ti
 
 Status dequantize(const DequantizeArgs& a) {
   const Format f = a.params.format;
-  if (f != Format::mxfp8 && f != Format::mxfp8_e5m2) {
-    return Status::error(Code::unsupported, "dequantize: the cuda backend serves mxfp8 and mxfp8_e5m2 only so far");
-  }
   if (a.groups.groups.count > 0) {
     return Status::error(Code::unsupported, "dequantize: the cuda backend does not serve token groups yet");
   }
@@ -46,6 +43,7 @@ Status dequantize(const DequantizeArgs& a) {
   p.M = a.rows;
   p.K = a.cols;
   p.blocked = a.params.layout == ScaleLayout::blocked;
+  p.s_dec = a.s_dec;
   // Logical scale matrix: rowwise (M, ceil(K/b)), colwise (K, ceil(M/b)).
   const int64_t scale_rows = colwise ? p.K : p.M;
   p.scale_cols = num::ceil_div(colwise ? p.M : p.K, block);
@@ -56,8 +54,9 @@ Status dequantize(const DequantizeArgs& a) {
   if (tiles == 0) return {};
   if (tiles > 0x7FFFFFFF) return Status::error(Code::unsupported, "dequantize: more than 2^31 - 1 tiles");
   const cudaStream_t stream = as_stream(a.stream);
-  return f == Format::mxfp8_e5m2 ? launch_out<num::MXFP8_E5M2>(a.out_dtype, p, colwise, tiles, stream)
-                                 : launch_out<num::MXFP8>(a.out_dtype, p, colwise, tiles, stream);
+  return num::dispatch_format(f, [&](auto fmt) {
+    return launch_out<decltype(fmt)>(a.out_dtype, p, colwise, tiles, stream);
+  });
 }
 
 }  // namespace mxq::cuda

@@ -25,7 +25,11 @@ struct Problem {
   int64_t col_scale_cols = 0;     // ceil(M / block)
   int64_t row_scale_batch = 0;    // bytes of one batch's rowwise scales
   int64_t col_scale_batch = 0;
+  int64_t row_scale_nc = 0;       // blocked: 512-byte tiles per 128 scale rows (Cp / 4)
+  int64_t col_scale_nc = 0;
   int64_t tiles_m = 0, tiles_k = 0;
+  const float* s_enc = nullptr;   // nvfp4: the batch's tensor scales, written before the launch
+  const float* s_dec = nullptr;
   // Fast paths, valid for full tiles only: 16-byte input loads, vector data and scale stores.
   bool vec_in = false, vec_row_out = false, vec_col_out = false, vec_scales = false;
   bool elem_aligned = true;  // the input pointer is aligned to its element size
@@ -69,8 +73,8 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const Problem p
   using T = TileTraits<In, Fmt>;
   using Raw = typename T::Raw;
   extern __shared__ uint4 staged_tile[];  // colwise: kTileRows x kTileCols raw elements
-  __shared__ alignas(16) uint8_t row_scale_tile[kScaleTileBytes];
-  __shared__ alignas(16) uint8_t col_scale_tile[kScaleTileBytes];
+  __shared__ alignas(16) uint8_t row_scale_tile[kScaleTileBytes * T::scale_tiles];
+  __shared__ alignas(16) uint8_t col_scale_tile[kScaleTileBytes * T::scale_tiles];
 
   const int64_t tile = blockIdx.x;
   const int64_t tk = tile % p.tiles_k;
@@ -82,6 +86,11 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const Problem p
   const int chunk = tid % T::chunks_per_row;
   const int row0 = tid / T::chunks_per_row;
   const Raw* in = static_cast<const Raw*>(p.in) + b * p.batch_stride;
+  BlockScaler<Fmt> scaler{p.rule, 1.0f, 1.0f};
+  if constexpr (Fmt::nv) {
+    scaler.s_enc = p.s_enc[b];
+    scaler.s_dec = p.s_dec[b];
+  }
 
   // ---- one read of the tile: all loads in flight before the first use ----
   uint4 regs[T::passes];
@@ -116,7 +125,7 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const Problem p
     const bool vec_out = full && p.vec_row_out;
     const int kb_local = chunk / T::lanes_per_block;
     const bool scale_lane = chunk % T::lanes_per_block == 0;
-    uint8_t* row_data = p.row_data + b * p.M * p.K * T::elem_bits / 8;
+    uint8_t* row_data = p.row_data + b * code_bytes<T>(p.M * p.K);
 #pragma unroll
     for (int i = 0; i < T::passes; ++i) {
       const int row = row0 + i * T::rows_per_pass;
@@ -134,15 +143,17 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const Problem p
       for (int off = 1; off < T::lanes_per_block; off <<= 1) {
         amax = max(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
       }
-      const uint8_t sb = num::block_scale<Fmt>(amax, p.rule, 0.0f);
-      const uint64_t codes = encode_codes<Fmt, T::vec>(x, sb, num::is_nonfinite_abs_bits(amax));
+      const uint8_t sb = scaler.scale(amax);
+      const bool poisoned = num::is_nonfinite_abs_bits(amax);
+      const uint64_t codes = encode_codes<Fmt, T::vec>(x, scaler.multiplier(sb, poisoned), poisoned);
       const int64_t k = k0 + chunk * T::vec;
-      uint8_t* dst = row_data + (m * p.K + k) * T::elem_bits / 8;
+      uint8_t* dst = row_data + code_bytes<T>(m * p.K + k);
       if (vec_out) {
         store_vec<T::row_bytes_per_chunk>(dst, codes);
       } else if (m < p.M) {
-        static_assert(T::elem_bits == 8, "partial-chunk stores of packed 4-bit codes are not written yet");
-        for (int j = 0; j < T::vec && k + j < p.K; ++j) dst[j] = static_cast<uint8_t>(codes >> (8 * j));
+        for (int64_t j = 0; j < T::row_bytes_per_chunk && j < code_bytes<T>(p.K - k); ++j) {
+          dst[j] = static_cast<uint8_t>(codes >> (8 * j));
+        }
       }
       if (scale_lane) {
         const int64_t kb = k0 / T::block + kb_local;
@@ -165,7 +176,7 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const Problem p
     const int kl = tid % kTileCols;
     const int64_t k = k0 + kl;
     const bool vec_out = full && p.vec_col_out;
-    uint8_t* col_row = p.col_data + (b * p.K + k) * p.M * T::elem_bits / 8;
+    uint8_t* col_row = p.col_data + (b * p.K + k) * code_bytes<T>(p.M);
 #pragma unroll
     for (int jb = 0; jb < kBlocksPerThread; ++jb) {
       const int mb_local = (tid / kTileCols) * kBlocksPerThread + jb;
@@ -176,24 +187,13 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const Problem p
         x[i] = In::to_float(staged[(mb_local * T::block + i) * kTileCols + kl]);
         amax = max(amax, num::abs_bits(x[i]));
       }
-      const uint8_t sb = num::block_scale<Fmt>(amax, p.rule, 0.0f);
+      const uint8_t sb = scaler.scale(amax);
       const bool poisoned = num::is_nonfinite_abs_bits(amax);
-      uint64_t codes[T::block / 8];
-#pragma unroll
-      for (int q = 0; q < T::block / 8; ++q) codes[q] = encode_codes<Fmt, 8>(x + 8 * q, sb, poisoned);
+      uint64_t codes[T::block_words];
+      encode_block<T, Fmt>(x, scaler.multiplier(sb, poisoned), poisoned, codes);
       const int64_t mstart = m0 + mb_local * T::block;
-      static_assert(T::elem_bits == 8, "colwise 4-bit packing along M is not written yet");
-      if (vec_out) {
-        uint4* dst = reinterpret_cast<uint4*>(col_row + mstart);
-#pragma unroll
-        for (int q = 0; q < T::block / 16; ++q) {
-          dst[q] = make_uint4(static_cast<uint32_t>(codes[2 * q]), static_cast<uint32_t>(codes[2 * q] >> 32),
-                              static_cast<uint32_t>(codes[2 * q + 1]), static_cast<uint32_t>(codes[2 * q + 1] >> 32));
-        }
-      } else if (k < p.K) {
-        for (int i = 0; i < T::block && mstart + i < p.M; ++i) {
-          col_row[mstart + i] = static_cast<uint8_t>(codes[i / 8] >> (8 * (i % 8)));
-        }
+      if (vec_out || (k < p.K && mstart < p.M)) {
+        store_block<T>(col_row + code_bytes<T>(mstart), codes, vec_out, code_bytes<T>(p.M - mstart));
       }
       const int64_t mb = m0 / T::block + mb_local;
       const bool real = k < p.K && mb < p.col_scale_cols;
@@ -205,16 +205,21 @@ __global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const Problem p
     }
   }
 
-  // ---- blocked scales: this tile owns exactly one 512-byte tile per direction ----
+  // ---- blocked scales: this tile owns T::scale_tiles adjacent 512-byte tiles per direction (the
+  // last of a row of tiles may lie past the padded scale columns: it is not written) ----
   if (p.blocked) {
     __syncthreads();
-    if (ROW && tid < 32) {
-      store_scale_tile(p.row_scales + b * p.row_scale_batch + (tm * p.tiles_k + tk) * kScaleTileBytes,
-                       row_scale_tile, tid, p.vec_scales);
+    constexpr int kStoreThreads = 32 * T::scale_tiles;
+    const int s = (tid % kStoreThreads) / 32, lane = tid % 32;
+    if (ROW && tid < kStoreThreads && tk * T::scale_tiles + s < p.row_scale_nc) {
+      store_scale_tile(p.row_scales + b * p.row_scale_batch +
+                           (tm * p.row_scale_nc + tk * T::scale_tiles + s) * kScaleTileBytes,
+                       row_scale_tile + s * kScaleTileBytes, lane, p.vec_scales);
     }
-    if (COL && tid >= 32 && tid < 64) {
-      store_scale_tile(p.col_scales + b * p.col_scale_batch + (tk * p.tiles_m + tm) * kScaleTileBytes,
-                       col_scale_tile, tid - 32, p.vec_scales);
+    if (COL && tid >= kStoreThreads && tid < 2 * kStoreThreads && tm * T::scale_tiles + s < p.col_scale_nc) {
+      store_scale_tile(p.col_scales + b * p.col_scale_batch +
+                           (tk * p.col_scale_nc + tm * T::scale_tiles + s) * kScaleTileBytes,
+                       col_scale_tile + s * kScaleTileBytes, lane, p.vec_scales);
     }
   }
 }

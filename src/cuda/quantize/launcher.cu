@@ -1,9 +1,12 @@
 // mxq::cuda::quantize: picks the tile kernel for (input dtype, format, directions), fills its
-// Problem from validated arguments and launches it on the caller's stream.
+// Problem from validated arguments and launches it on the caller's stream. nvfp4 first writes the
+// tensor scales s_enc / s_dec (from the caller's amax or a device reduction, tensor_scale.cu),
+// which the tile kernel then reads.
 #include "../../backend.hpp"
 #include "../common.cuh"
 #include "../quantize_grouped/launcher.hpp"
 #include "kernel.cuh"
+#include "tensor_scale.hpp"
 
 namespace mxq::cuda {
 namespace {
@@ -28,12 +31,17 @@ quant::Problem make_problem(const QuantizeArgs& a, int block) {
   p.col_scale_cols = num::ceil_div(p.M, block);
   p.row_scale_batch = p.blocked ? num::blocked_bytes(p.M, p.row_scale_cols) : p.M * p.row_scale_cols;
   p.col_scale_batch = p.blocked ? num::blocked_bytes(p.K, p.col_scale_cols) : p.K * p.col_scale_cols;
+  p.row_scale_nc = num::blocked_cols(p.row_scale_cols) / 4;
+  p.col_scale_nc = num::blocked_cols(p.col_scale_cols) / 4;
+  p.s_enc = a.out.s_enc;
+  p.s_dec = a.out.s_dec;
   p.tiles_m = num::ceil_div(p.M, quant::kTileRows);
   p.tiles_k = num::ceil_div(p.K, quant::kTileCols);
   p.vec_in = aligned_to(t.data, 16) && (p.row_stride * esize) % 16 == 0 && (p.batch_stride * esize) % 16 == 0;
-  // Rowwise stores one load's codes (4 or 8 bytes); colwise stores 16 bytes.
+  // Rowwise stores one load's codes (2 to 8 bytes); colwise stores one block's (8 to 32 bytes).
+  const int bits = num::format_elem_bits(a.params.format);
   p.vec_row_out = aligned_to(p.row_data, 8) && p.K % 8 == 0;
-  p.vec_col_out = aligned_to(p.col_data, 16) && p.M % 16 == 0;
+  p.vec_col_out = aligned_to(p.col_data, 16) && (p.M * bits / 8) % 16 == 0;
   p.vec_scales = aligned_to(p.row_scales, 16) && aligned_to(p.col_scales, 16);
   p.elem_aligned = aligned_to(t.data, static_cast<uintptr_t>(esize));
   return p;
@@ -65,20 +73,21 @@ Status launch_directions(Direction d, const quant::Problem& p, int64_t tiles, cu
 
 Status quantize(const QuantizeArgs& args, const QuantizeSizes& sizes) {
   const Format f = args.params.format;
-  if (f != Format::mxfp8 && f != Format::mxfp8_e5m2) {
-    return Status::error(Code::unsupported, "quantize: the cuda backend serves mxfp8 and mxfp8_e5m2 only so far");
-  }
   if (args.groups.groups.count > 0) return quantize_grouped(args, sizes);
   const quant::Problem p = make_problem(args, num::format_block(f));
   const int64_t tiles = p.batch * p.tiles_m * p.tiles_k;
-  if (tiles == 0) return {};
   if (tiles > 0x7FFFFFFF) return Status::error(Code::unsupported, "quantize: more than 2^31 - 1 tiles");
   const cudaStream_t stream = as_stream(args.stream);
+  if (f == Format::nvfp4) {
+    const Status st = write_nvfp4_tensor_scales(args.input, args.tensor_amax, args.out.s_enc, args.out.s_dec, stream);
+    if (!st.ok()) return st;
+  }
+  if (tiles == 0) return {};
   return dispatch_input(args.input.dtype, [&](auto in) {
     using In = decltype(in);
-    return f == Format::mxfp8_e5m2
-               ? launch_directions<In, num::MXFP8_E5M2>(args.params.direction, p, tiles, stream)
-               : launch_directions<In, num::MXFP8>(args.params.direction, p, tiles, stream);
+    return num::dispatch_format(f, [&](auto fmt) {
+      return launch_directions<In, decltype(fmt)>(args.params.direction, p, tiles, stream);
+    });
   });
 }
 

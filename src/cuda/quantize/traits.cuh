@@ -1,8 +1,8 @@
 // Compile-time shape of the quantize tile kernel, derived from the input type and the format.
 // A tile is 128 rows x 128 input columns; with 32-element blocks it maps to exactly one 512-byte
 // blocked scale tile per direction (rowwise: 128 rows x 4 scale columns; colwise: 128 k-rows x 4
-// m-block columns). A 16-element format (nvfp4) would give two scale tiles per direction: the
-// constants below say so and the kernel static_asserts what it serves today.
+// m-block columns); with 16-element blocks (nvfp4) to two adjacent ones (8 scale columns).
+// 4-bit codes are packed two per byte, low element first, along K (rowwise) or M (colwise).
 #pragma once
 #include <cstdint>
 
@@ -30,17 +30,35 @@ struct TileTraits {
   static constexpr int row_bytes_per_chunk = vec * elem_bits / 8;  // rowwise output of one load
   static constexpr int scale_cols = kTileCols / block;             // per tile, rowwise
   static constexpr int col_blocks = kTileRows / block;             // per tile column, colwise
+  static constexpr int scale_tiles = scale_cols / 4;               // 512-byte blocked tiles per direction
+  static constexpr int block_bytes = block * elem_bits / 8;        // colwise codes of one block
+  static constexpr int codes_per_word = 64 / elem_bits;            // codes in one 64-bit word
+  static constexpr int block_words = block / codes_per_word;
   static constexpr int64_t staged_tile_bytes = int64_t{kTileRows} * kTileCols * sizeof(Raw);
   static_assert(lanes_per_block >= 1 && (lanes_per_block & (lanes_per_block - 1)) == 0,
                 "a rowwise block spans a power-of-two number of lanes of one warp");
-  static_assert(scale_cols == 4 && col_blocks == 4,
-                "one 512-byte blocked scale tile per direction (32-element blocks)");
+  static_assert(scale_cols == col_blocks && scale_cols % 4 == 0 && block_words >= 1,
+                "whole 512-byte blocked scale tiles per direction and whole code words per block");
+};
+
+// The scale rule of one batch: MX blocks use `rule`; nvfp4 blocks use the batch's tensor scales.
+template <class Fmt>
+struct BlockScaler {
+  ScaleRule rule;
+  float s_enc, s_dec;
+  __device__ __forceinline__ uint8_t scale(uint32_t amax_bits) const {
+    return num::block_scale<Fmt>(amax_bits, rule, s_enc);
+  }
+  // Element multiplier of a block; unused (0) for a poisoned block, whose codes are all NaN.
+  __device__ __forceinline__ float multiplier(uint8_t sb, bool poisoned) const {
+    return poisoned ? 0.0f : num::element_multiplier<Fmt>(sb, s_dec);
+  }
 };
 
 // Codes of N consecutive elements of one block, packed low element first (N * bits <= 64).
 // A poisoned block (non-finite amax) encodes every element as the format's NaN code.
 template <class Fmt, int N>
-__device__ __forceinline__ uint64_t encode_codes(const float* x, uint8_t scale_byte, bool poisoned) {
+__device__ __forceinline__ uint64_t encode_codes(const float* x, float mult, bool poisoned) {
   using Elem = typename Fmt::Elem;
   static_assert(N % 2 == 0 && N * Elem::bits <= 64, "pairs of codes into one 64-bit word");
   uint64_t codes = 0;
@@ -48,12 +66,48 @@ __device__ __forceinline__ uint64_t encode_codes(const float* x, uint8_t scale_b
     for (int j = 0; j < N; ++j) codes |= uint64_t{Elem::nan_code} << (j * Elem::bits);
     return codes;
   }
-  const float mult = num::element_multiplier<Fmt>(scale_byte, 0.0f);
 #pragma unroll
   for (int j = 0; j < N; j += 2) {
     codes |= uint64_t{encode_pair<Elem>(x[j] * mult, x[j + 1] * mult)} << (j * Elem::bits);
   }
   return codes;
+}
+
+// Codes of one colwise block (T::block consecutive rows of one column), as 64-bit words.
+template <class T, class Fmt>
+__device__ __forceinline__ void encode_block(const float* x, float mult, bool poisoned,
+                                             uint64_t (&words)[T::block_words]) {
+#pragma unroll
+  for (int q = 0; q < T::block_words; ++q) {
+    words[q] = encode_codes<Fmt, T::codes_per_word>(x + q * T::codes_per_word, mult, poisoned);
+  }
+}
+
+// Stores one colwise block's T::block_bytes bytes at dst (aligned to them when `vec`), or its
+// first `bytes` bytes one by one.
+template <class T>
+__device__ __forceinline__ void store_block(uint8_t* dst, const uint64_t (&words)[T::block_words], bool vec,
+                                            int64_t bytes) {
+  if (vec) {
+    if constexpr (T::block_bytes == 8) {
+      *reinterpret_cast<uint2*>(dst) = make_uint2(static_cast<uint32_t>(words[0]), static_cast<uint32_t>(words[0] >> 32));
+    } else {
+#pragma unroll
+      for (int q = 0; q < T::block_bytes / 16; ++q) {
+        reinterpret_cast<uint4*>(dst)[q] =
+            make_uint4(static_cast<uint32_t>(words[2 * q]), static_cast<uint32_t>(words[2 * q] >> 32),
+                       static_cast<uint32_t>(words[2 * q + 1]), static_cast<uint32_t>(words[2 * q + 1] >> 32));
+      }
+    }
+  } else {
+    for (int64_t i = 0; i < bytes && i < T::block_bytes; ++i) dst[i] = static_cast<uint8_t>(words[i / 8] >> (8 * (i % 8)));
+  }
+}
+
+// Bytes of `n` codes (n even for 4-bit codes, which the API guarantees along the packed dimension).
+template <class T>
+__device__ __forceinline__ int64_t code_bytes(int64_t n) {
+  return n * T::elem_bits / 8;
 }
 
 }  // namespace mxq::cuda::quant

@@ -1,0 +1,161 @@
+// Tensor amax (max |x| per batch, NaN wins) and the NVFP4 tensor scales derived from it.
+//
+// The amax needs every element before any block of the batch can be scaled, so with the amax
+// computed here the input is read twice: once by the reduction below, once by the tile kernel.
+// The reduction writes fp32 bit patterns with atomicMax on uint32 (non-negative floats order like
+// their bits, NaN above Inf) into the s_enc output slots; a one-thread-per-batch kernel then turns
+// each slot into s_enc / s_dec (it reads its slot before overwriting it), and the tile kernel, next
+// on the same stream, reads both. docs/PERF.md measures what the extra read costs.
+#include <algorithm>
+
+#include "../../backend.hpp"
+#include "../common.cuh"
+#include "kernel.cuh"
+#include "tensor_scale.hpp"
+
+namespace mxq::cuda {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kUnroll = 4;       // 16-byte loads in flight per thread
+constexpr int kCtasPerSm = 8;    // 2048 threads per SM
+
+struct AmaxProblem {
+  const void* in = nullptr;
+  int64_t rows = 0, cols = 0, row_stride = 0, batch_stride = 0;  // elements
+  bool elem_aligned = true;
+  uint32_t* out = nullptr;  // [batch], cleared
+};
+
+template <class In>
+__device__ __forceinline__ uint32_t abs_max_bits(const uint4& v) {
+  using Raw = typename In::Raw;
+  constexpr int kVec = 16 / static_cast<int>(sizeof(Raw));
+  Raw r[kVec];
+  memcpy(r, &v, sizeof r);
+  uint32_t m = 0;
+#pragma unroll
+  for (int j = 0; j < kVec; ++j) m = max(m, num::abs_bits(In::to_float(r[j])));
+  return m;
+}
+
+// The CTA's maximum, then one atomicMax into the batch's slot.
+__device__ __forceinline__ void commit_max(uint32_t m, uint32_t* slot) {
+  __shared__ uint32_t warp_max[kThreads / 32];
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
+  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = m;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    for (int w = 1; w < kThreads / 32; ++w) m = max(m, warp_max[w]);
+    if (m != 0) atomicMax(slot, m);  // the slot starts at 0
+  }
+}
+
+// Contiguous batches starting 16-byte aligned: 16-byte loads over the batch as one run.
+template <class In>
+__global__ void __launch_bounds__(kThreads) amax_contiguous_kernel(const AmaxProblem p) {
+  using Raw = typename In::Raw;
+  constexpr int kVec = 16 / static_cast<int>(sizeof(Raw));
+  const Raw* base = static_cast<const Raw*>(p.in) + blockIdx.y * p.batch_stride;
+  const uint4* v = reinterpret_cast<const uint4*>(base);
+  const int64_t n = p.rows * p.cols, nvec = n / kVec;
+  const int64_t stride = int64_t{gridDim.x} * kThreads;
+  int64_t i = int64_t{blockIdx.x} * kThreads + threadIdx.x;
+  uint32_t m = 0;
+  for (; i + (kUnroll - 1) * stride < nvec; i += kUnroll * stride) {
+    uint4 r[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) r[u] = __ldg(v + i + u * stride);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) m = max(m, abs_max_bits<In>(r[u]));
+  }
+  for (; i < nvec; i += stride) m = max(m, abs_max_bits<In>(__ldg(v + i)));
+  for (int64_t j = nvec * kVec + int64_t{blockIdx.x} * kThreads + threadIdx.x; j < n; j += stride) {
+    m = max(m, num::abs_bits(In::to_float(base[j])));
+  }
+  commit_max(m, p.out + blockIdx.y);
+}
+
+// Any strides and alignment: CTAs take rows, threads walk along them.
+template <class In>
+__global__ void __launch_bounds__(kThreads) amax_rows_kernel(const AmaxProblem p) {
+  using Raw = typename In::Raw;
+  const Raw* base = static_cast<const Raw*>(p.in) + blockIdx.y * p.batch_stride;
+  uint32_t m = 0;
+  for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
+    for (int64_t c = threadIdx.x; c < p.cols; c += kThreads) {
+      m = max(m, num::abs_bits(In::to_float(quant::load_element(base + r * p.row_stride + c, p.elem_aligned))));
+    }
+  }
+  commit_max(m, p.out + blockIdx.y);
+}
+
+__global__ void tensor_scale_kernel(const float* amax, float* s_enc, float* s_dec, int64_t batch) {
+  for (int64_t b = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; b < batch; b += int64_t{gridDim.x} * blockDim.x) {
+    const num::Nvfp4TensorScale ts = num::nvfp4_tensor_scale(amax[b]);  // amax may be s_enc[b] itself
+    s_enc[b] = ts.s_enc;
+    s_dec[b] = ts.s_dec;
+  }
+}
+
+int sm_count() {
+  int dev = 0, sms = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+    cudaGetLastError();
+    return 132;
+  }
+  return sms;
+}
+
+}  // namespace
+
+Status tensor_amax_bits(const TensorView& in, uint32_t* bits, cudaStream_t stream) {
+  if (in.batch == 0) return {};
+  if (in.batch > 65535) return Status::error(Code::unsupported, "tensor_amax: more than 65535 batches");
+  Status st = cuda_status("tensor_amax", cudaMemsetAsync(bits, 0, static_cast<size_t>(in.batch) * sizeof(uint32_t), stream));
+  if (!st.ok() || in.rows == 0 || in.cols == 0) return st;
+  const int64_t esize = dtype_size(in.dtype);
+  AmaxProblem p;
+  p.in = in.data;
+  p.rows = in.rows;
+  p.cols = in.cols;
+  p.row_stride = in.rstride();
+  p.batch_stride = in.bstride();
+  p.elem_aligned = aligned_to(in.data, static_cast<uintptr_t>(esize));
+  p.out = bits;
+  const bool contiguous = (p.row_stride == p.cols || p.rows == 1) && aligned_to(in.data, 16) &&
+                          (in.batch == 1 || (p.batch_stride * esize) % 16 == 0);
+  const int64_t ctas_per_batch = std::max<int64_t>(1, int64_t{kCtasPerSm} * sm_count() / in.batch);
+  const int64_t work = contiguous ? num::ceil_div(p.rows * p.cols * esize, int64_t{16} * kThreads * kUnroll) : p.rows;
+  const dim3 grid(static_cast<unsigned>(std::clamp<int64_t>(work, 1, ctas_per_batch)), static_cast<unsigned>(in.batch));
+  dispatch_input(in.dtype, [&](auto t) {
+    using In = decltype(t);
+    if (contiguous) {
+      amax_contiguous_kernel<In><<<grid, kThreads, 0, stream>>>(p);
+    } else {
+      amax_rows_kernel<In><<<grid, kThreads, 0, stream>>>(p);
+    }
+  });
+  return launch_status("tensor_amax");
+}
+
+Status write_nvfp4_tensor_scales(const TensorView& in, const float* given, float* s_enc, float* s_dec,
+                                 cudaStream_t stream) {
+  if (in.batch == 0) return {};
+  const float* amax = given;
+  if (amax == nullptr) {
+    const Status st = tensor_amax_bits(in, reinterpret_cast<uint32_t*>(s_enc), stream);
+    if (!st.ok()) return st;
+    amax = s_enc;
+  }
+  const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(num::ceil_div(in.batch, kThreads), 1024));
+  tensor_scale_kernel<<<blocks, kThreads, 0, stream>>>(amax, s_enc, s_dec, in.batch);
+  return launch_status("quantize (nvfp4 tensor scales)");
+}
+
+Status tensor_amax(const TensorView& input, float* out, void* stream) {
+  return tensor_amax_bits(input, reinterpret_cast<uint32_t*>(out), as_stream(stream));
+}
+
+}  // namespace mxq::cuda

@@ -1,0 +1,20 @@
+// NVFP4 tensor scales on the device, for the quantize launcher and the tensor_amax op.
+#pragma once
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include <mxq/mxq.hpp>
+
+namespace mxq::cuda {
+
+// max |x| per batch of `in` as fp32 bit patterns (the unsigned max, so NaN wins) into bits[batch]:
+// clears them (cudaMemsetAsync), then one reduction kernel reads the input once with atomicMax.
+Status tensor_amax_bits(const TensorView& in, uint32_t* bits, cudaStream_t stream);
+
+// s_enc[b], s_dec[b] of every batch from the caller's amax (`given`, device [batch]) or, when it is
+// null, from the tensor amax reduced on the device into s_enc's slots first. No allocation, no sync.
+Status write_nvfp4_tensor_scales(const TensorView& in, const float* given, float* s_enc, float* s_dec,
+                                 cudaStream_t stream);
+
+}  // namespace mxq::cuda

@@ -1,0 +1,457 @@
+// The cuda MXFP4 / NVFP4 quantize, tensor amax and dequantize equal the cpu reference byte for
+// byte (tensor scales included) on every shape class, dtype, rule, layout and direction, with
+// special values, rounding ties, caller-given and computed amax, strides, 3-D experts and CUDA graph
+// replays; every output byte is written.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+
+#include "cuda/cuda_test_util.hpp"
+
+namespace mxq::test {
+namespace {
+
+constexpr DType kDTypes[] = {DType::bf16, DType::fp16, DType::fp32};
+constexpr Format kFormats[] = {Format::mxfp4, Format::nvfp4};
+constexpr ScaleRule kRules[] = {ScaleRule::rceil, ScaleRule::floor};
+constexpr ScaleLayout kLayouts[] = {ScaleLayout::linear, ScaleLayout::blocked};
+
+QuantizeParams params(Format f, ScaleRule r, ScaleLayout l, Direction d = Direction::both) {
+  QuantizeParams p;
+  p.format = f;
+  p.rule = r;
+  p.layout = l;
+  p.direction = d;
+  return p;
+}
+
+template <class T>
+std::vector<uint8_t> as_bytes(const std::vector<T>& v) {
+  std::vector<uint8_t> b(v.size() * sizeof(T));
+  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
+}
+
+// Device buffers of one quantize call, tensor scales included.
+struct Fp4Outputs {
+  DeviceOutputs data;
+  DeviceBuffer s_enc, s_dec;
+  explicit Fp4Outputs(const QuantizeSizes& s)
+      : data(s), s_enc(size_t(s.tensor_scale_count) * 4), s_dec(size_t(s.tensor_scale_count) * 4) {}
+  void fill(uint8_t p) const { data.fill(p); s_enc.fill(p); s_dec.fill(p); }
+  QuantizeOutputs outputs(Direction d) const {
+    QuantizeOutputs o = data.outputs(d);
+    if (s_enc.size()) {
+      o.s_enc = reinterpret_cast<float*>(s_enc.get());
+      o.s_dec = reinterpret_cast<float*>(s_dec.get());
+    }
+    return o;
+  }
+  QuantizeResult download(const QuantizeSizes& s) const {
+    QuantizeResult r = data.download(s);
+    const std::vector<uint8_t> e = s_enc.download(), d = s_dec.download();
+    r.s_enc.resize(e.size() / 4);
+    r.s_dec.resize(d.size() / 4);
+    if (!e.empty()) std::memcpy(r.s_enc.data(), e.data(), e.size());
+    if (!d.empty()) std::memcpy(r.s_dec.data(), d.data(), d.size());
+    return r;
+  }
+};
+
+// The cuda quantize of `h` (input `offset` bytes into its allocation), run with two poison patterns.
+QuantizeResult run_cuda(const HostTensor& h, const QuantizeParams& params, const std::vector<float>& amax,
+                        size_t offset) {
+  DeviceTensor in(h, offset);
+  DeviceBuffer amax_dev(amax.size() * 4);
+  amax_dev.upload(amax.data(), amax.size() * 4);
+  QuantizeArgs a;
+  a.input = in.view;
+  a.params = params;
+  a.backend = Backend::cuda;
+  a.tensor_amax = amax.empty() ? nullptr : reinterpret_cast<const float*>(amax_dev.get());
+  QuantizeSizes s;
+  const Status st = quantize_sizes(a, &s);
+  EXPECT_TRUE(st.ok()) << st.message();
+  Fp4Outputs out(s);
+  a.out = out.outputs(params.direction);
+  QuantizeResult r[2];
+  const uint8_t patterns[2] = {kPoisonA, kPoisonB};
+  for (int i = 0; i < 2; ++i) {
+    out.fill(patterns[i]);
+    const Status q = quantize(a);
+    EXPECT_TRUE(q.ok()) << q.message();
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    r[i] = out.download(s);
+  }
+  EXPECT_TRUE(every_byte_written(r[0].row_data, r[1].row_data, "cuda row_data"));
+  EXPECT_TRUE(every_byte_written(r[0].row_scales, r[1].row_scales, "cuda row_scales"));
+  EXPECT_TRUE(every_byte_written(r[0].col_data, r[1].col_data, "cuda col_data"));
+  EXPECT_TRUE(every_byte_written(r[0].col_scales, r[1].col_scales, "cuda col_scales"));
+  EXPECT_TRUE(every_byte_written(as_bytes(r[0].s_enc), as_bytes(r[1].s_enc), "cuda s_enc"));
+  EXPECT_TRUE(every_byte_written(as_bytes(r[0].s_dec), as_bytes(r[1].s_dec), "cuda s_dec"));
+  return r[0];
+}
+
+void expect_same(const QuantizeResult& cpu, const QuantizeResult& gpu, Direction d) {
+  if (has_rowwise(d)) {
+    EXPECT_TRUE(bytes_equal(cpu.row_data, gpu.row_data, "row_data"));
+    EXPECT_TRUE(bytes_equal(cpu.row_scales, gpu.row_scales, "row_scales"));
+  }
+  if (has_colwise(d)) {
+    EXPECT_TRUE(bytes_equal(cpu.col_data, gpu.col_data, "col_data"));
+    EXPECT_TRUE(bytes_equal(cpu.col_scales, gpu.col_scales, "col_scales"));
+  }
+  EXPECT_TRUE(bytes_equal(as_bytes(cpu.s_enc), as_bytes(gpu.s_enc), "s_enc"));
+  EXPECT_TRUE(bytes_equal(as_bytes(cpu.s_dec), as_bytes(gpu.s_dec), "s_dec"));
+}
+
+// The cpu reference (both directions; rowwise only when M is odd, which fp4 colwise rejects) against
+// the cuda backend in each direction it allows. Returns the cpu result.
+QuantizeResult expect_cuda_matches_cpu_fp4(const HostTensor& h, QuantizeParams p, const std::vector<float>& amax = {},
+                                           size_t offset = 0) {
+  SCOPED_TRACE(describe(h, p, offset) + (amax.empty() ? " amax computed" : " amax given"));
+  const bool col_ok = h.rows % 2 == 0;
+  QuantizeRequest req;
+  req.params = p;
+  req.params.direction = col_ok ? Direction::both : Direction::rowwise;
+  req.tensor_amax = amax;
+  req.backend = Backend::cpu;
+  const QuantizeResult cpu = run_quantize(h, req);
+  for (Direction d : {Direction::rowwise, Direction::colwise, Direction::both}) {
+    if (!col_ok && d != Direction::rowwise) continue;
+    p.direction = d;
+    SCOPED_TRACE(::testing::Message() << "cuda direction " << int(d));
+    expect_same(cpu, run_cuda(h, p, amax, offset), d);
+  }
+  return cpu;
+}
+
+TEST(CudaFp4Quantize, ShapeGridEveryFormatDtypeAndLayout) {
+  MXQ_FRESH_RNG(rng);
+  const int64_t Ms[] = {0, 1, 2, 3, 30, 31, 34, 126, 130, 1026};
+  const int64_t Ks[] = {2, 16, 18, 32, 48, 96, 160, 1568, 7168};
+  for (int64_t M : Ms) {
+    for (int64_t K : Ks) {
+      if (quick_mode() && M * K > 50000) continue;
+      for (Format f : kFormats) {
+        for (DType t : kDTypes) {
+          for (ScaleLayout l : kLayouts) {
+            const ScaleRule r = kRules[rng.uniform(0, 1)];
+            const HostTensor h = rng.uniform(0, 1) ? normal_tensor(rng, t, 1, M, K)
+                                                   : special_tensor(rng, t, 1, M, K, 0.002);
+            expect_cuda_matches_cpu_fp4(h, params(f, r, l));
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaFp4Quantize, SpecialValuesEveryFormatRuleAndAmaxSource) {
+  MXQ_FRESH_RNG(rng);
+  for (DType t : kDTypes) {
+    for (Format f : kFormats) {
+      for (ScaleRule r : kRules) {
+        if (f == Format::nvfp4 && r == ScaleRule::floor) continue;  // nvfp4 has no rule
+        for (ScaleLayout l : kLayouts) {
+          // Sparse specials (finite blocks with extremes), dense ones (poisoned blocks; a NaN or Inf
+          // tensor amax gives s_enc = 1), finite specials only.
+          expect_cuda_matches_cpu_fp4(special_tensor(rng, t, 1, 258, 320, 0.01), params(f, r, l));
+          expect_cuda_matches_cpu_fp4(special_tensor(rng, t, 1, 130, 96, 0.5), params(f, r, l));
+          expect_cuda_matches_cpu_fp4(finite_special_tensor(rng, t, 1, 256, 256, 0.3), params(f, r, l));
+          if (f == Format::nvfp4) {  // caller-given amax: plausible, tiny, zero, NaN
+            const HostTensor h = special_tensor(rng, t, 1, 130, 160, 0.01);
+            for (float amax : {4.5f, 1e-30f, 0.0f, std::nanf("")}) expect_cuda_matches_cpu_fp4(h, params(f, r, l), {amax});
+          }
+        }
+      }
+    }
+  }
+}
+
+// Every element is a rounding tie of E2M1 (0.25 .. 5 times the block's scale, both signs) or the
+// block maximum; each 1x`block` and `block`x1 block holds one maximum (on its diagonal), so that the
+// scale is the same power of two 2^e in both directions: mxfp4 max 5 * 2^e (rceil and floor give
+// 2^e), nvfp4 max 6 * 2^e with the given amax 2688 * 2^e (s_enc = 2^-e, sf = 1.0).
+HostTensor tie_tensor(Rng& rng, DType t, Format f, int64_t M, int64_t K, int e) {
+  const int block = f == Format::nvfp4 ? 16 : 32;
+  const float maximum = f == Format::nvfp4 ? 6.0f : 5.0f;
+  const float ties[] = {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f};
+  HostTensor h(t, 1, M, K);
+  for (int64_t m = 0; m < M; ++m) {
+    for (int64_t k = 0; k < K; ++k) {
+      const float v = m % block == k % block ? maximum : ties[rng.uniform(0, 6)];
+      h.set(0, m, k, std::ldexp(rng.uniform(0, 1) ? -v : v, e));
+    }
+  }
+  return h;
+}
+
+uint32_t code_of(const std::vector<uint8_t>& data, int64_t i) { return (data[size_t(i / 2)] >> (4 * (i % 2))) & 0xF; }
+
+TEST(CudaFp4Quantize, RoundingTiesGoToEven) {
+  MXQ_FRESH_RNG(rng);
+  // E2M1 codes by magnitude: ties 0.25 -> 0, 0.75 -> 2 (1.0), 1.25 -> 2, 1.75 -> 4 (2.0),
+  // 2.5 -> 4, 3.5 -> 6 (4.0), 5 -> 6; maxima 5 -> 6, 6 -> 7.
+  auto expected_code = [](float ratio) -> uint32_t {
+    const float a = std::fabs(ratio);
+    const uint32_t mag = a == 0.25f ? 0 : a == 0.75f || a == 1.25f ? 2 : a == 1.75f || a == 2.5f ? 4 : a == 6.0f ? 7 : 6;
+    return mag | (ratio < 0 ? 8u : 0u);
+  };
+  for (DType t : kDTypes) {
+    for (Format f : kFormats) {
+      for (ScaleRule r : kRules) {
+        if (f == Format::nvfp4 && r == ScaleRule::floor) continue;
+        const int e = int(rng.uniform(-8, 8));
+        const HostTensor h = tie_tensor(rng, t, f, 64, 96, e);
+        const std::vector<float> amax = f == Format::nvfp4 ? std::vector<float>{std::ldexp(2688.0f, e)} : std::vector<float>{};
+        const QuantizeResult cpu = expect_cuda_matches_cpu_fp4(h, params(f, r, ScaleLayout::linear), amax);
+        // An independent look at the codes: rowwise element (m, k) and colwise element (m, k).
+        for (int64_t m = 0; m < h.rows; ++m) {
+          for (int64_t k = 0; k < h.cols; ++k) {
+            const uint32_t want = expected_code(std::ldexp(h.get(0, m, k), -e));
+            ASSERT_EQ(code_of(cpu.row_data, m * h.cols + k), want) << "rowwise m " << m << " k " << k;
+            ASSERT_EQ(code_of(cpu.col_data, k * h.rows + m), want) << "colwise m " << m << " k " << k;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(CudaFp4Quantize, NonFiniteBlocksZeroBlocksAndZeroAmax) {
+  MXQ_FRESH_RNG(rng);
+  for (Format f : kFormats) {
+    // One NaN poisons its rowwise block: scale NaN (E8M0 0xFF, UE4M3 0x7F) and every code 0x7.
+    HostTensor h = normal_tensor(rng, DType::bf16, 1, 32, 64);
+    h.set_bits(0, 3, 5, 0x7FC0);
+    h.set_bits(0, 7, 40, 0xFF80);  // -Inf
+    const std::vector<float> amax = f == Format::nvfp4 ? std::vector<float>{3.0f} : std::vector<float>{};
+    const QuantizeResult cpu = expect_cuda_matches_cpu_fp4(h, params(f, ScaleRule::rceil, ScaleLayout::linear), amax);
+    const int block = f == Format::nvfp4 ? 16 : 32;
+    const uint8_t nan_scale = f == Format::nvfp4 ? 0x7F : 0xFF;
+    const int64_t scale_cols = 64 / block;
+    EXPECT_EQ(cpu.row_scales[size_t(3 * scale_cols + 5 / block)], nan_scale);
+    EXPECT_EQ(cpu.row_scales[size_t(7 * scale_cols + 40 / block)], nan_scale);
+    for (int64_t k = 0; k < block; ++k) EXPECT_EQ(code_of(cpu.row_data, 3 * 64 + k), 0x7u);
+    // All-zero input: zero blocks (scale 0 or UE4M3 0), codes 0; nvfp4 amax 0 gives s_enc = s_dec = 1.
+    HostTensor zeros(DType::fp16, 2, 64, 96);  // starts as NaN
+    for (int64_t b = 0; b < 2; ++b)
+      for (int64_t m = 0; m < 64; ++m)
+        for (int64_t k = 0; k < 96; ++k) zeros.set(b, m, k, 0.0f);
+    const QuantizeResult z = expect_cuda_matches_cpu_fp4(zeros, params(f, ScaleRule::floor, ScaleLayout::blocked));
+    for (uint8_t c : z.row_data) EXPECT_EQ(c, 0);
+    if (f == Format::nvfp4) {
+      EXPECT_EQ(z.s_enc, (std::vector<float>{1.0f, 1.0f}));
+      EXPECT_EQ(z.s_dec, (std::vector<float>{1.0f, 1.0f}));
+      expect_cuda_matches_cpu_fp4(normal_tensor(rng, DType::bf16, 2, 64, 96), params(f, ScaleRule::rceil, ScaleLayout::blocked), {0.0f, 0.0f});
+    }
+  }
+}
+
+TEST(CudaFp4Quantize, StridedAndUnalignedInputs) {
+  MXQ_FRESH_RNG(rng);
+  for (Format f : kFormats) {
+    for (DType t : kDTypes) {
+      for (ScaleLayout l : kLayouts) {
+        const QuantizeParams p = params(f, kRules[rng.uniform(0, 1)], l);
+        expect_cuda_matches_cpu_fp4(normal_tensor(rng, t, 1, 256, 256, 264), p, {}, 0);
+        expect_cuda_matches_cpu_fp4(normal_tensor(rng, t, 1, 256, 256, 261), p, {}, 0);
+        expect_cuda_matches_cpu_fp4(normal_tensor(rng, t, 1, 256, 384), p, {}, 2);
+        expect_cuda_matches_cpu_fp4(normal_tensor(rng, t, 1, 130, 200, 213), p, {}, 2);
+        expect_cuda_matches_cpu_fp4(normal_tensor(rng, t, 3, 130, 200, 213, 130 * 213 + 7), p, {}, 2);
+        expect_cuda_matches_cpu_fp4(normal_tensor(rng, t, 2, 256, 128, 136, 256 * 136 + 8), p, {}, 0);
+      }
+    }
+  }
+}
+
+TEST(CudaFp4Quantize, ExpertWeights3DWithPerExpertTensorScales) {
+  MXQ_FRESH_RNG(rng);
+  for (Format f : kFormats) {
+    for (ScaleLayout l : kLayouts) {
+      // Experts of different magnitudes, so that their nvfp4 tensor scales differ.
+      HostTensor h = normal_tensor(rng, DType::bf16, 4, 160, 96);
+      for (int64_t b = 0; b < h.batch; ++b)
+        for (int64_t m = 0; m < h.rows; ++m)
+          for (int64_t k = 0; k < h.cols; ++k) h.set(b, m, k, std::ldexp(h.get(b, m, k), int(3 * b) - 4));
+      const QuantizeResult cpu = expect_cuda_matches_cpu_fp4(h, params(f, ScaleRule::rceil, l));
+      if (f == Format::nvfp4) {
+        ASSERT_EQ(cpu.s_enc.size(), 4u);
+        EXPECT_NE(cpu.s_enc[0], cpu.s_enc[3]);
+        expect_cuda_matches_cpu_fp4(h, params(f, ScaleRule::rceil, l), {1.0f, 2.0f, 0.0f, 1e6f});
+      }
+      expect_cuda_matches_cpu_fp4(normal_tensor(rng, DType::fp32, 3, 130, 258), params(f, ScaleRule::floor, l));
+    }
+  }
+  if (quick_mode()) return;
+  expect_cuda_matches_cpu_fp4(normal_tensor(rng, DType::bf16, 8, 2048, 1536), params(Format::nvfp4, ScaleRule::rceil, ScaleLayout::blocked));
+  expect_cuda_matches_cpu_fp4(normal_tensor(rng, DType::bf16, 1, 8192, 7168), params(Format::mxfp4, ScaleRule::rceil, ScaleLayout::blocked));
+}
+
+TEST(CudaFp4Quantize, TokenGroupsAreReportedUnsupported) {
+  MXQ_FRESH_RNG(rng);
+  DeviceTensor in(normal_tensor(rng, DType::bf16, 1, 64, 64));
+  const int32_t ends_host[2] = {32, 64};
+  DeviceBuffer ends(sizeof ends_host);
+  ends.upload(ends_host, sizeof ends_host);
+  for (Format f : kFormats) {
+    QuantizeArgs a;
+    a.input = in.view;
+    a.params = params(f, ScaleRule::rceil, ScaleLayout::blocked, Direction::rowwise);
+    a.groups.groups = {reinterpret_cast<const int32_t*>(ends.get()), 2};
+    a.backend = Backend::cuda;
+    QuantizeSizes s;
+    ASSERT_TRUE(quantize_sizes(a, &s).ok());
+    Fp4Outputs out(s);
+    a.out = out.outputs(Direction::rowwise);
+    const Status st = quantize(a);
+    EXPECT_EQ(st.code(), Code::unsupported) << st.message();
+  }
+}
+
+std::vector<float> amax_on(const HostTensor& h, Backend b, size_t offset) {
+  std::vector<float> out(size_t(h.batch), -1.0f);
+  if (b == Backend::cpu) {
+    const Status st = tensor_amax(h.view(), out.data(), Backend::cpu);
+    EXPECT_TRUE(st.ok()) << st.message();
+    return out;
+  }
+  DeviceTensor in(h, offset);
+  DeviceBuffer dev(out.size() * 4);
+  dev.fill(kPoisonA);
+  const Status st = tensor_amax(in.view, reinterpret_cast<float*>(dev.get()), Backend::cuda);
+  EXPECT_TRUE(st.ok()) << st.message();
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+  std::memcpy(out.data(), dev.download().data(), out.size() * 4);
+  return out;
+}
+
+TEST(CudaTensorAmax, MatchesCpuBitsNaNWins) {
+  MXQ_FRESH_RNG(rng);
+  for (DType t : kDTypes) {
+    const HostTensor cases[] = {
+        normal_tensor(rng, t, 1, 1, 1),        normal_tensor(rng, t, 1, 333, 77),
+        normal_tensor(rng, t, 3, 130, 200, 213, 130 * 213 + 7), normal_tensor(rng, t, 2, 1024, 2048),
+        special_tensor(rng, t, 2, 300, 64, 0.001), finite_special_tensor(rng, t, 1, 64, 64, 0.2),
+        HostTensor(t, 2, 17, 32) /* all NaN */};
+    for (const HostTensor& h : cases) {
+      for (size_t offset : {size_t{0}, size_t{2}}) {
+        SCOPED_TRACE(describe(h, QuantizeParams{}, offset));
+        EXPECT_TRUE(bytes_equal(as_bytes(amax_on(h, Backend::cpu, 0)), as_bytes(amax_on(h, Backend::cuda, offset)), "amax"));
+      }
+    }
+  }
+  // A NaN anywhere wins over Inf and every finite value.
+  HostTensor h = normal_tensor(rng, DType::fp32, 1, 64, 64);
+  h.set_bits(0, 10, 3, 0x7F800000u);
+  h.set_bits(0, 60, 63, 0xFFC00001u);
+  EXPECT_TRUE(std::isnan(amax_on(h, Backend::cuda, 0)[0]));
+}
+
+TEST(CudaFp4Graph, ComputedAmaxQuantizeReplaysWithFreshInputs) {
+  MXQ_FRESH_RNG(rng);
+  constexpr int64_t B = 2, M = 258, K = 384;
+  cudaStream_t stream;
+  MXQ_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  HostTensor h = normal_tensor(rng, DType::bf16, B, M, K);
+  DeviceTensor in(h);
+  QuantizeArgs q;
+  q.input = in.view;
+  q.params = params(Format::nvfp4, ScaleRule::rceil, ScaleLayout::blocked);
+  q.backend = Backend::cuda;
+  q.stream = stream;
+  QuantizeSizes s;
+  ASSERT_TRUE(quantize_sizes(q, &s).ok());
+  Fp4Outputs out(s);
+  q.out = out.outputs(Direction::both);
+
+  cudaGraph_t graph;
+  MXQ_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  const Status qs = quantize(q);
+  MXQ_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  ASSERT_TRUE(qs.ok()) << qs.message();
+  cudaGraphExec_t exec;
+  MXQ_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  for (int replay = 0; replay < 3; ++replay) {
+    SCOPED_TRACE(::testing::Message() << "replay " << replay);
+    h = normal_tensor(rng, DType::bf16, B, M, K);
+    for (int64_t m = 0; m < M; ++m) h.set(1, m, 5, h.get(1, m, 5) * float(4 << replay));  // new amax each time
+    in.buf.upload(h.bytes.data(), h.bytes.size());
+    out.fill(uint8_t(kPoisonA + replay));
+    MXQ_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+    MXQ_CUDA_CHECK(cudaStreamSynchronize(stream));
+    QuantizeRequest req;
+    req.params = q.params;
+    expect_same(run_quantize(h, req), out.download(s), Direction::both);
+  }
+  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
+  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
+  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
+}
+
+TEST(CudaFp4Dequantize, MatchesCpuEveryFormatLayoutDirectionAndDtype) {
+  MXQ_FRESH_RNG(rng);
+  const int64_t shapes[][3] = {{1, 34, 160}, {1, 130, 96}, {2, 66, 64}, {1, 256, 256}, {3, 2, 48}, {2, 2, 18}};
+  for (const auto& sh : shapes) {
+    for (Format f : kFormats) {
+      for (ScaleLayout l : kLayouts) {
+        QuantizeRequest req;
+        req.params = params(f, rng.uniform(0, 1) ? ScaleRule::rceil : ScaleRule::floor, l);
+        const QuantizeResult q = run_quantize(special_tensor(rng, DType::bf16, sh[0], sh[1], sh[2], 0.01), req);
+        DeviceBuffer s_dec(q.s_dec.size() * 4);
+        s_dec.upload(q.s_dec.data(), q.s_dec.size() * 4);
+        for (Direction d : {Direction::rowwise, Direction::colwise}) {
+          for (DType t : kDTypes) {
+            SCOPED_TRACE(::testing::Message() << "shape " << sh[0] << "x" << sh[1] << "x" << sh[2] << " format "
+                                              << int(f) << " layout " << int(l) << " direction " << int(d)
+                                              << " out " << int(t));
+            const bool row = d == Direction::rowwise;
+            const std::vector<uint8_t>& data = row ? q.row_data : q.col_data;
+            const std::vector<uint8_t>& scales = row ? q.row_scales : q.col_scales;
+            DequantizeArgs a;
+            a.params = req.params;
+            a.params.direction = d;
+            a.batch = sh[0];
+            a.rows = sh[1];
+            a.cols = sh[2];
+            a.out_dtype = t;
+            int64_t n = 0;
+            ASSERT_TRUE(dequantize_size(a, &n).ok());
+            // cpu
+            std::vector<uint8_t> want(size_t(n * dtype_size(t)), kPoisonA);
+            a.data = data.data();
+            a.scales = scales.data();
+            a.s_dec = q.s_dec.empty() ? nullptr : q.s_dec.data();
+            a.out = want.data();
+            a.backend = Backend::cpu;
+            ASSERT_TRUE(dequantize(a).ok());
+            // cuda, two poison patterns
+            DeviceBuffer dd(data.size()), ds(scales.size()), out(want.size());
+            dd.upload(data.data(), data.size());
+            ds.upload(scales.data(), scales.size());
+            a.data = dd.get();
+            a.scales = ds.get();
+            a.s_dec = q.s_dec.empty() ? nullptr : reinterpret_cast<const float*>(s_dec.get());
+            a.out = out.get();
+            a.backend = Backend::cuda;
+            std::vector<uint8_t> got[2];
+            for (int i = 0; i < 2; ++i) {
+              out.fill(i ? kPoisonB : kPoisonA);
+              const Status st = dequantize(a);
+              ASSERT_TRUE(st.ok()) << st.message();
+              MXQ_CUDA_CHECK(cudaDeviceSynchronize());
+              got[i] = out.download();
+            }
+            EXPECT_TRUE(every_byte_written(got[0], got[1], "cuda dequantize out"));
+            EXPECT_TRUE(bytes_equal(want, got[0], "dequantized"));  // NaN bits too
+          }
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace mxq::test
