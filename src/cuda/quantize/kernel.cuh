@@ -1,8 +1,16 @@
 // The MX quantize tile kernel: one CTA reads one 128 x 128 tile of one batch once and writes the
-// rowwise and/or colwise codes and scales of that tile. Rowwise works from registers (a block is
-// a few adjacent lanes; amax by shuffles); colwise stages the raw tile in shared memory and gives
-// each thread one column, so that it writes 64 contiguous bytes of the transposed output. Blocked
-// scales are staged as the tile's 512-byte blocked tiles and written with 16-byte stores.
+// rowwise and/or colwise codes and scales of that tile.
+//
+// Rowwise alone works from registers: all of a thread's 16-byte loads are in flight before the
+// first use, and a block is a few adjacent lanes (amax by shuffles).
+// Colwise and both stage the raw tile in shared memory with cp.async, global to shared without a
+// register round trip: few registers per thread, so several CTAs per SM keep loads in flight. A
+// colwise thread owns two adjacent columns of one block along M: each shared-memory read brings
+// both columns' elements and a warp reads consecutive words of one row (no bank conflicts); each
+// column's block codes go out as 16-byte stores into the transposed output.
+// Scales are staged in shared memory as the tile's 512-byte blocked tiles (padding zero) and
+// written once the tile is done: blocked with 16-byte stores, linear as one 4-byte segment per
+// scale row where aligned.
 #pragma once
 #include <cstdint>
 #include <cstring>
@@ -35,6 +43,32 @@ struct Problem {
   bool elem_aligned = true;  // the input pointer is aligned to its element size
 };
 
+struct TileCoord {
+  int64_t b, tm, tk, m0, k0;
+  bool full;  // all 128 x 128 elements inside the tensor
+};
+
+__device__ __forceinline__ TileCoord tile_coord(const Problem& p, int64_t tile) {
+  TileCoord c;
+  c.tk = tile % p.tiles_k;
+  c.tm = (tile / p.tiles_k) % p.tiles_m;
+  c.b = tile / (p.tiles_k * p.tiles_m);
+  c.m0 = c.tm * kTileRows;
+  c.k0 = c.tk * kTileCols;
+  c.full = c.m0 + kTileRows <= p.M && c.k0 + kTileCols <= p.K;
+  return c;
+}
+
+template <class Fmt>
+__device__ __forceinline__ BlockScaler<Fmt> batch_scaler(const Problem& p, int64_t b) {
+  BlockScaler<Fmt> scaler{p.rule, 1.0f, 1.0f};
+  if constexpr (Fmt::nv) {
+    scaler.s_enc = p.s_enc[b];
+    scaler.s_dec = p.s_dec[b];
+  }
+  return scaler;
+}
+
 template <int NB>
 __device__ __forceinline__ void store_vec(uint8_t* dst, uint64_t v) {
   if constexpr (NB == 8) {
@@ -56,6 +90,25 @@ __device__ __forceinline__ void store_scale_tile(uint8_t* dst, const uint8_t* st
   }
 }
 
+// Writes the real scales of staged row r (4 per 512-byte tile, contiguous there) to row `row` of
+// a linear (rows x cols) scale matrix from column c0: 4-byte stores where aligned.
+template <int kScaleTiles>
+__device__ __forceinline__ void store_scale_row_linear(uint8_t* scales, int64_t cols, int64_t row, int64_t rows,
+                                                       int64_t c0, const uint8_t* staged, int r) {
+  if (row >= rows) return;
+  uint8_t* dst = scales + row * cols + c0;
+  const bool vec = cols % 4 == 0 && reinterpret_cast<uintptr_t>(scales) % 4 == 0;
+#pragma unroll
+  for (int s = 0; s < kScaleTiles; ++s) {
+    const uint8_t* src = staged + num::blocked_offset(r, 4 * s, 1);
+    if (vec && c0 + 4 * s + 4 <= cols) {
+      *reinterpret_cast<uint32_t*>(dst + 4 * s) = *reinterpret_cast<const uint32_t*>(src);
+    } else {
+      for (int j = 0; j < 4 && c0 + 4 * s + j < cols; ++j) dst[4 * s + j] = src[j];
+    }
+  }
+}
+
 // One element at p; `aligned` false means p may not be aligned to its size (fp32 at odd offsets).
 template <class Raw>
 __device__ __forceinline__ Raw load_element(const Raw* p, bool aligned) {
@@ -68,160 +121,313 @@ __device__ __forceinline__ Raw load_element(const Raw* p, bool aligned) {
   return r;
 }
 
-template <class In, class Fmt, bool ROW, bool COL>
-__global__ void __launch_bounds__(kThreads) quantize_tile_kernel(const Problem p) {
-  using T = TileTraits<In, Fmt>;
+// The 16 bytes of input (T::vec elements) at row m, columns k.. of one batch; elements outside
+// the tensor read as zeros. For tiles that are not full or not 16-byte aligned.
+template <class T>
+__device__ __forceinline__ uint4 load_chunk_guarded(const Problem& p, const typename T::Raw* in, int64_t m, int64_t k) {
   using Raw = typename T::Raw;
-  extern __shared__ uint4 staged_tile[];  // colwise: kTileRows x kTileCols raw elements
-  __shared__ alignas(16) uint8_t row_scale_tile[kScaleTileBytes * T::scale_tiles];
-  __shared__ alignas(16) uint8_t col_scale_tile[kScaleTileBytes * T::scale_tiles];
-
-  const int64_t tile = blockIdx.x;
-  const int64_t tk = tile % p.tiles_k;
-  const int64_t tm = (tile / p.tiles_k) % p.tiles_m;
-  const int64_t b = tile / (p.tiles_k * p.tiles_m);
-  const int64_t m0 = tm * kTileRows, k0 = tk * kTileCols;
-  const bool full = m0 + kTileRows <= p.M && k0 + kTileCols <= p.K;
-  const int tid = threadIdx.x;
-  const int chunk = tid % T::chunks_per_row;
-  const int row0 = tid / T::chunks_per_row;
-  const Raw* in = static_cast<const Raw*>(p.in) + b * p.batch_stride;
-  BlockScaler<Fmt> scaler{p.rule, 1.0f, 1.0f};
-  if constexpr (Fmt::nv) {
-    scaler.s_enc = p.s_enc[b];
-    scaler.s_dec = p.s_dec[b];
+  Raw v[T::vec];
+#pragma unroll
+  for (int j = 0; j < T::vec; ++j) {
+    v[j] = (m < p.M && k + j < p.K) ? load_element(in + m * p.row_stride + k + j, p.elem_aligned) : Raw(0);
   }
+  uint4 r;
+  memcpy(&r, v, sizeof r);
+  return r;
+}
 
-  // ---- one read of the tile: all loads in flight before the first use ----
-  uint4 regs[T::passes];
-  if (full && p.vec_in) {
-#pragma unroll
-    for (int i = 0; i < T::passes; ++i) {
-      const int64_t m = m0 + row0 + i * T::rows_per_pass;
-      regs[i] = __ldg(reinterpret_cast<const uint4*>(in + m * p.row_stride + k0 + chunk * T::vec));
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < T::passes; ++i) {
-      const int64_t m = m0 + row0 + i * T::rows_per_pass;
-      Raw v[T::vec];
-#pragma unroll
-      for (int j = 0; j < T::vec; ++j) {
-        const int64_t k = k0 + chunk * T::vec + j;
-        v[j] = (m < p.M && k < p.K) ? load_element(in + m * p.row_stride + k, p.elem_aligned) : Raw(0);
-      }
-      memcpy(&regs[i], v, sizeof(v));
-    }
-  }
-  if constexpr (COL) {
-#pragma unroll
-    for (int i = 0; i < T::passes; ++i) {
-      staged_tile[(row0 + i * T::rows_per_pass) * T::chunks_per_row + chunk] = regs[i];
-    }
-  }
+// 16 bytes global -> shared without registers (.cg: cached in L2 only, the input is read once).
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
-  // ---- rowwise: blocks along K, from registers ----
-  if constexpr (ROW) {
-    const bool vec_out = full && p.vec_row_out;
-    const int kb_local = chunk / T::lanes_per_block;
-    const bool scale_lane = chunk % T::lanes_per_block == 0;
-    uint8_t* row_data = p.row_data + b * code_bytes<T>(p.M * p.K);
+// Loads this thread's chunks of the tile into registers (row0 + i * rows_per_pass, chunk).
+template <class T>
+__device__ __forceinline__ void load_tile_regs(const Problem& p, const TileCoord& c, int chunk, int row0,
+                                               uint4 (&regs)[T::passes]) {
+  using Raw = typename T::Raw;
+  const Raw* in = static_cast<const Raw*>(p.in) + c.b * p.batch_stride;
+  const int64_t k = c.k0 + chunk * T::vec;
+#pragma unroll
+  for (int i = 0; i < T::passes; ++i) {
+    const int64_t m = c.m0 + row0 + i * T::rows_per_pass;
+    regs[i] = c.full && p.vec_in ? __ldg(reinterpret_cast<const uint4*>(in + m * p.row_stride + k))
+                                 : load_chunk_guarded<T>(p, in, m, k);
+  }
+}
+
+// Copies the raw tile into shared memory, row-major with kTileCols elements per row (zeros
+// outside the tensor); the caller synchronises the CTA before reading it.
+template <class T>
+__device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c, int chunk, int row0, uint4* staged) {
+  using Raw = typename T::Raw;
+  const Raw* in = static_cast<const Raw*>(p.in) + c.b * p.batch_stride;
+  const int64_t k = c.k0 + chunk * T::vec;
+  if (c.full && p.vec_in) {
 #pragma unroll
     for (int i = 0; i < T::passes; ++i) {
       const int row = row0 + i * T::rows_per_pass;
-      const int64_t m = m0 + row;
-      Raw v[T::vec];
-      memcpy(v, &regs[i], sizeof(v));
-      float x[T::vec];
-      uint32_t amax = 0;
+      cp_async_16(&staged[row * T::chunks_per_row + chunk], in + (c.m0 + row) * p.row_stride + k);
+    }
+    cp_async_wait_all();
+  } else {
 #pragma unroll
-      for (int j = 0; j < T::vec; ++j) {
-        x[j] = In::to_float(v[j]);
-        amax = max(amax, num::abs_bits(x[j]));
-      }
-#pragma unroll
-      for (int off = 1; off < T::lanes_per_block; off <<= 1) {
-        amax = max(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
-      }
-      const uint8_t sb = scaler.scale(amax);
-      const bool poisoned = num::is_nonfinite_abs_bits(amax);
-      const uint64_t codes = encode_codes<Fmt, T::vec>(x, scaler.multiplier(sb, poisoned), poisoned);
-      const int64_t k = k0 + chunk * T::vec;
-      uint8_t* dst = row_data + code_bytes<T>(m * p.K + k);
-      if (vec_out) {
-        store_vec<T::row_bytes_per_chunk>(dst, codes);
-      } else if (m < p.M) {
-        for (int64_t j = 0; j < T::row_bytes_per_chunk && j < code_bytes<T>(p.K - k); ++j) {
-          dst[j] = static_cast<uint8_t>(codes >> (8 * j));
-        }
-      }
-      if (scale_lane) {
-        const int64_t kb = k0 / T::block + kb_local;
-        const bool real = m < p.M && kb < p.row_scale_cols;
-        if (p.blocked) {
-          row_scale_tile[num::blocked_offset(row, kb_local, 1)] = real ? sb : 0;
-        } else if (real) {
-          p.row_scales[b * p.row_scale_batch + m * p.row_scale_cols + kb] = sb;
-        }
-      }
+    for (int i = 0; i < T::passes; ++i) {
+      const int row = row0 + i * T::rows_per_pass;
+      staged[row * T::chunks_per_row + chunk] = load_chunk_guarded<T>(p, in, c.m0 + row, k);
     }
   }
+}
 
-  // ---- colwise: blocks along M, data transposed; one column per thread ----
-  if constexpr (COL) {
-    __syncthreads();
-    constexpr int kThreadsPerCol = kThreads / kTileCols;
-    constexpr int kBlocksPerThread = T::col_blocks / kThreadsPerCol;
-    const Raw* staged = reinterpret_cast<const Raw*>(staged_tile);
-    const int kl = tid % kTileCols;
-    const int64_t k = k0 + kl;
-    const bool vec_out = full && p.vec_col_out;
-    uint8_t* col_row = p.col_data + (b * p.K + k) * code_bytes<T>(p.M);
+// Rowwise codes of one 16-byte chunk (tile row `row`, chunk `chunk`); its block's scale goes to
+// the staged scale tile. Every lane of the warp calls it (amax by shuffles).
+template <class In, class Fmt>
+__device__ __forceinline__ void quantize_row_chunk(const Problem& p, const TileCoord& c, const BlockScaler<Fmt>& scaler,
+                                                   const uint4& raw, int row, int chunk, uint8_t* row_scale_tile) {
+  using T = TileTraits<In, Fmt>;
+  using Raw = typename T::Raw;
+  const int64_t m = c.m0 + row;
+  Raw v[T::vec];
+  memcpy(v, &raw, sizeof(v));
+  float x[T::vec];
+  uint32_t amax = 0;
 #pragma unroll
-    for (int jb = 0; jb < kBlocksPerThread; ++jb) {
-      const int mb_local = (tid / kTileCols) * kBlocksPerThread + jb;
-      float x[T::block];
-      uint32_t amax = 0;
+  for (int j = 0; j < T::vec; ++j) {
+    x[j] = In::to_float(v[j]);
+    amax = max(amax, num::abs_bits(x[j]));
+  }
+#pragma unroll
+  for (int off = 1; off < T::lanes_per_block; off <<= 1) {
+    amax = max(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
+  }
+  const uint8_t sb = scaler.scale(amax);
+  const bool poisoned = num::is_nonfinite_abs_bits(amax);
+  const uint64_t codes = encode_codes<Fmt, T::vec>(x, scaler.multiplier(sb, poisoned), poisoned);
+  const int64_t k = c.k0 + chunk * T::vec;
+  uint8_t* dst = p.row_data + c.b * code_bytes<T>(p.M * p.K) + code_bytes<T>(m * p.K + k);
+  if (c.full && p.vec_row_out) {
+    store_vec<T::row_bytes_per_chunk>(dst, codes);
+  } else if (m < p.M) {
+    for (int64_t j = 0; j < T::row_bytes_per_chunk && j < code_bytes<T>(p.K - k); ++j) {
+      dst[j] = static_cast<uint8_t>(codes >> (8 * j));
+    }
+  }
+  if (chunk % T::lanes_per_block == 0) {
+    const int kb_local = chunk / T::lanes_per_block;
+    const int64_t kb = c.k0 / T::block + kb_local;
+    row_scale_tile[num::blocked_offset(row, kb_local, 1)] = m < p.M && kb < p.row_scale_cols ? sb : 0;
+  }
+}
+
+// Two adjacent raw elements: one shared-memory access.
+template <class Raw>
+struct PairOf;
+template <>
+struct PairOf<uint16_t> {
+  using type = uint32_t;
+};
+template <>
+struct PairOf<float> {
+  using type = float2;
+};
+
+// Element h (0: lower address) of a pair.
+template <class Raw, class Pair>
+__device__ __forceinline__ Raw pair_half(const Pair& w, int h) {
+  Raw v[2];
+  memcpy(v, &w, sizeof(w));
+  return v[h];
+}
+
+// Byte offset of byte `byte` of row `row` in the staged colwise output tile (ColOut rows of
+// row_bytes). 16-byte chunks are XOR-swizzled by row >> 1 so that the colwise threads (lane p
+// writes row 2p or 2p + 1) and the row-by-row readers are both free of bank conflicts.
+template <class T>
+__device__ __forceinline__ int col_out_offset(int row, int byte) {
+  constexpr int kChunks = T::col_out_row_bytes / 16;
+  return row * T::col_out_row_bytes + (((byte / 16) ^ ((row >> 1) % kChunks)) * 16) + byte % 16;
+}
+
+// Colwise codes of the staged tile into the staged output tile. Thread tid owns column pair
+// tid % 64 (columns 2p, 2p + 1) of T::col_blocks / 4 consecutive blocks along M; lanes of a warp
+// read consecutive pairs of one row.
+template <class In, class Fmt>
+__device__ __forceinline__ void quantize_col_pairs(const Problem& p, const TileCoord& c, const BlockScaler<Fmt>& scaler,
+                                                   const uint4* staged_tile, int tid, uint8_t* out_tile,
+                                                   uint8_t* col_scale_tile) {
+  using T = TileTraits<In, Fmt>;
+  using Raw = typename T::Raw;
+  using Pair = typename PairOf<Raw>::type;
+  constexpr int kPairs = kTileCols / 2;
+  static_assert(kThreads % kPairs == 0 && (kPairs * T::col_blocks) % kThreads == 0,
+                "every thread owns whole blocks of one column pair");
+  constexpr int kBlocksPerThread = kPairs * T::col_blocks / kThreads;
+  constexpr int kWordsPerStore = T::block_words % 2 == 0 ? 2 : 1;  // 16-byte shared stores if it can
+  const int pair = tid % kPairs;
+  const Pair* staged = reinterpret_cast<const Pair*>(staged_tile) + pair;
+#pragma unroll
+  for (int jb = 0; jb < kBlocksPerThread; ++jb) {
+    const int mb_local = (tid / kPairs) * kBlocksPerThread + jb;
+    const int64_t mb = c.m0 / T::block + mb_local;
+    const Pair* rows = staged + mb_local * T::block * kPairs;
+    // Two passes over shared memory (amax, then codes) instead of holding the block in registers:
+    // fewer registers per thread, more CTAs per SM.
+    uint32_t amax[2] = {0, 0};
+    if constexpr (sizeof(Raw) == 2) {
+      uint32_t magnitudes = 0;  // both columns' largest magnitude bits, one per 16-bit half
+#pragma unroll
+      for (int i = 0; i < T::block; ++i) magnitudes = max_magnitudes_16x2(magnitudes, rows[i * kPairs]);
+      amax[0] = num::abs_bits(In::to_float(static_cast<Raw>(magnitudes & 0xFFFFu)));
+      amax[1] = num::abs_bits(In::to_float(static_cast<Raw>(magnitudes >> 16)));
+    } else {
 #pragma unroll
       for (int i = 0; i < T::block; ++i) {
-        x[i] = In::to_float(staged[(mb_local * T::block + i) * kTileCols + kl]);
-        amax = max(amax, num::abs_bits(x[i]));
+        const Pair w = rows[i * kPairs];
+        amax[0] = max(amax[0], num::abs_bits(In::to_float(pair_half<Raw>(w, 0))));
+        amax[1] = max(amax[1], num::abs_bits(In::to_float(pair_half<Raw>(w, 1))));
       }
-      const uint8_t sb = scaler.scale(amax);
-      const bool poisoned = num::is_nonfinite_abs_bits(amax);
-      uint64_t codes[T::block_words];
-      encode_block<T, Fmt>(x, scaler.multiplier(sb, poisoned), poisoned, codes);
-      const int64_t mstart = m0 + mb_local * T::block;
-      if (vec_out || (k < p.K && mstart < p.M)) {
-        store_block<T>(col_row + code_bytes<T>(mstart), codes, vec_out, code_bytes<T>(p.M - mstart));
+    }
+    uint8_t sb[2];
+    bool poisoned[2];
+    float mult[2];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      sb[h] = scaler.scale(amax[h]);
+      poisoned[h] = num::is_nonfinite_abs_bits(amax[h]);
+      mult[h] = scaler.multiplier(sb[h], poisoned[h]);
+      const int kl = 2 * pair + h;
+      col_scale_tile[num::blocked_offset(kl, mb_local, 1)] = c.k0 + kl < p.K && mb < p.col_scale_cols ? sb[h] : 0;
+    }
+#pragma unroll
+    for (int q = 0; q < T::block_words; q += kWordsPerStore) {
+      constexpr int kRows = kWordsPerStore * T::codes_per_word;
+      float x[2][kRows];
+#pragma unroll
+      for (int i = 0; i < kRows; ++i) {
+        const Pair w = rows[(q * T::codes_per_word + i) * kPairs];
+        x[0][i] = In::to_float(pair_half<Raw>(w, 0));
+        x[1][i] = In::to_float(pair_half<Raw>(w, 1));
       }
-      const int64_t mb = m0 / T::block + mb_local;
-      const bool real = k < p.K && mb < p.col_scale_cols;
-      if (p.blocked) {
-        col_scale_tile[num::blocked_offset(kl, mb_local, 1)] = real ? sb : 0;
-      } else if (real) {
-        p.col_scales[b * p.col_scale_batch + k * p.col_scale_cols + mb] = sb;
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        uint64_t words[kWordsPerStore];
+#pragma unroll
+        for (int j = 0; j < kWordsPerStore; ++j) {
+          words[j] = encode_codes<Fmt, T::codes_per_word>(x[h] + j * T::codes_per_word, mult[h], poisoned[h]);
+        }
+        uint8_t* dst = out_tile + col_out_offset<T>(2 * pair + h, mb_local * T::block_bytes + q * 8);
+        if constexpr (kWordsPerStore == 2) {
+          *reinterpret_cast<uint4*>(dst) = make_uint4(static_cast<uint32_t>(words[0]), static_cast<uint32_t>(words[0] >> 32),
+                                                      static_cast<uint32_t>(words[1]), static_cast<uint32_t>(words[1] >> 32));
+        } else {
+          *reinterpret_cast<uint2*>(dst) = make_uint2(static_cast<uint32_t>(words[0]), static_cast<uint32_t>(words[0] >> 32));
+        }
       }
     }
   }
+}
 
-  // ---- blocked scales: this tile owns T::scale_tiles adjacent 512-byte tiles per direction (the
-  // last of a row of tiles may lie past the padded scale columns: it is not written) ----
+// Writes the staged colwise output tile: rows k0.. of the transposed output, 16 bytes per thread
+// and store, consecutive lanes along a row (whole 128-byte lines per 8 lanes for fp8).
+template <class T>
+__device__ __forceinline__ void store_col_tile(const Problem& p, const TileCoord& c, const uint8_t* out_tile, int tid) {
+  constexpr int kChunks = T::col_out_row_bytes / 16;
+  const int64_t out_row = code_bytes<T>(p.M);
+  uint8_t* base = p.col_data + (c.b * p.K + c.k0) * out_row + code_bytes<T>(c.m0);
+  const bool vec = c.full && p.vec_col_out;
+  const int64_t row_bytes = code_bytes<T>(p.M - c.m0);  // real bytes of a row (no more than the tile's)
+#pragma unroll
+  for (int i = tid; i < kTileCols * kChunks; i += kThreads) {
+    const int row = i / kChunks, chunk = i % kChunks;
+    const uint4 v = *reinterpret_cast<const uint4*>(out_tile + col_out_offset<T>(row, chunk * 16));
+    uint8_t* dst = base + row * out_row + chunk * 16;
+    if (vec) {
+      *reinterpret_cast<uint4*>(dst) = v;
+    } else if (c.k0 + row < p.K) {
+      uint8_t b[16];
+      memcpy(b, &v, sizeof(v));
+#pragma unroll
+      for (int j = 0; j < 16; ++j) {
+        if (chunk * 16 + j < row_bytes) dst[j] = b[j];
+      }
+    }
+  }
+}
+
+// Writes the tile's staged scales. Blocked: T::scale_tiles adjacent 512-byte tiles per direction
+// (the last of a row of tiles may lie past the padded scale columns: it is not written). Linear:
+// one thread per scale row (rowwise: tile rows; colwise: tile columns).
+template <class T, bool ROW, bool COL>
+__device__ __forceinline__ void store_tile_scales(const Problem& p, const TileCoord& c, const uint8_t* row_scale_tile,
+                                                  const uint8_t* col_scale_tile, int tid) {
   if (p.blocked) {
-    __syncthreads();
     constexpr int kStoreThreads = 32 * T::scale_tiles;
     const int s = (tid % kStoreThreads) / 32, lane = tid % 32;
-    if (ROW && tid < kStoreThreads && tk * T::scale_tiles + s < p.row_scale_nc) {
-      store_scale_tile(p.row_scales + b * p.row_scale_batch +
-                           (tm * p.row_scale_nc + tk * T::scale_tiles + s) * kScaleTileBytes,
+    if (ROW && tid < kStoreThreads && c.tk * T::scale_tiles + s < p.row_scale_nc) {
+      store_scale_tile(p.row_scales + c.b * p.row_scale_batch +
+                           (c.tm * p.row_scale_nc + c.tk * T::scale_tiles + s) * kScaleTileBytes,
                        row_scale_tile + s * kScaleTileBytes, lane, p.vec_scales);
     }
-    if (COL && tid >= kStoreThreads && tid < 2 * kStoreThreads && tm * T::scale_tiles + s < p.col_scale_nc) {
-      store_scale_tile(p.col_scales + b * p.col_scale_batch +
-                           (tk * p.col_scale_nc + tm * T::scale_tiles + s) * kScaleTileBytes,
+    if (COL && tid >= kStoreThreads && tid < 2 * kStoreThreads && c.tm * T::scale_tiles + s < p.col_scale_nc) {
+      store_scale_tile(p.col_scales + c.b * p.col_scale_batch +
+                           (c.tk * p.col_scale_nc + c.tm * T::scale_tiles + s) * kScaleTileBytes,
                        col_scale_tile + s * kScaleTileBytes, lane, p.vec_scales);
     }
+  } else {
+    static_assert(kThreads >= kTileRows + kTileCols, "one thread per rowwise and per colwise scale row");
+    if (ROW && tid < kTileRows) {
+      store_scale_row_linear<T::scale_tiles>(p.row_scales + c.b * p.row_scale_batch, p.row_scale_cols, c.m0 + tid,
+                                             p.M, c.tk * T::scale_cols, row_scale_tile, tid);
+    }
+    if (COL && tid >= kThreads - kTileCols) {
+      const int r = tid - (kThreads - kTileCols);
+      store_scale_row_linear<T::scale_tiles>(p.col_scales + c.b * p.col_scale_batch, p.col_scale_cols, c.k0 + r,
+                                             p.K, c.tm * T::scale_cols, col_scale_tile, r);
+    }
   }
+}
+
+template <class In, class Fmt, bool ROW, bool COL>
+__global__ void __launch_bounds__(kThreads, (TileTraits<In, Fmt>::min_ctas_per_sm))
+quantize_tile_kernel(const Problem p) {
+  using T = TileTraits<In, Fmt>;
+  extern __shared__ uint4 staged_tile[];  // colwise: the raw tile, then the staged output tile
+  __shared__ alignas(16) uint8_t row_scale_tile[kScaleTileBytes * T::scale_tiles];
+  __shared__ alignas(16) uint8_t col_scale_tile[kScaleTileBytes * T::scale_tiles];
+
+  const TileCoord c = tile_coord(p, blockIdx.x);
+  const BlockScaler<Fmt> scaler = batch_scaler<Fmt>(p, c.b);
+  const int tid = threadIdx.x;
+  const int chunk = tid % T::chunks_per_row;
+  const int row0 = tid / T::chunks_per_row;
+
+  if constexpr (COL) {
+    stage_tile<T>(p, c, chunk, row0, staged_tile);
+    __syncthreads();
+    if constexpr (ROW) {
+#pragma unroll
+      for (int i = 0; i < T::passes; ++i) {
+        const int row = row0 + i * T::rows_per_pass;
+        quantize_row_chunk<In, Fmt>(p, c, scaler, staged_tile[row * T::chunks_per_row + chunk], row, chunk,
+                                    row_scale_tile);
+      }
+    }
+    uint8_t* out_tile = reinterpret_cast<uint8_t*>(staged_tile) + T::staged_tile_bytes;
+    quantize_col_pairs<In, Fmt>(p, c, scaler, staged_tile, tid, out_tile, col_scale_tile);
+    __syncthreads();  // the staged output and both scale tiles are complete
+    store_col_tile<T>(p, c, out_tile, tid);
+  } else {
+    uint4 regs[T::passes];
+    load_tile_regs<T>(p, c, chunk, row0, regs);
+#pragma unroll
+    for (int i = 0; i < T::passes; ++i) {
+      quantize_row_chunk<In, Fmt>(p, c, scaler, regs[i], row0 + i * T::rows_per_pass, chunk, row_scale_tile);
+    }
+    __syncthreads();
+  }
+  store_tile_scales<T, ROW, COL>(p, c, row_scale_tile, col_scale_tile, tid);
 }
 
 }  // namespace mxq::cuda::quant

@@ -50,8 +50,9 @@ quant::Problem make_problem(const QuantizeArgs& a, int block) {
 template <class In, class Fmt, bool ROW, bool COL>
 Status launch(const quant::Problem& p, int64_t tiles, cudaStream_t stream) {
   auto kernel = quant::quantize_tile_kernel<In, Fmt, ROW, COL>;
-  const size_t smem = COL ? static_cast<size_t>(quant::TileTraits<In, Fmt>::staged_tile_bytes) : 0;
-  if (smem > 48 * 1024) {
+  using T = quant::TileTraits<In, Fmt>;
+  const size_t smem = COL ? static_cast<size_t>(T::staged_tile_bytes + T::col_out_tile_bytes) : 0;
+  if (smem > 0) {  // with the static scale tiles it may pass the 48 KB default
     const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                static_cast<int>(smem));
     if (e != cudaSuccess) return cuda_status("quantize", e);

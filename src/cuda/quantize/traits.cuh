@@ -35,6 +35,11 @@ struct TileTraits {
   static constexpr int codes_per_word = 64 / elem_bits;            // codes in one 64-bit word
   static constexpr int block_words = block / codes_per_word;
   static constexpr int64_t staged_tile_bytes = int64_t{kTileRows} * kTileCols * sizeof(Raw);
+  static constexpr int col_out_row_bytes = kTileRows * elem_bits / 8;  // colwise codes of one tile column
+  static constexpr int64_t col_out_tile_bytes = int64_t{kTileCols} * col_out_row_bytes;
+  // Register cap of the launch bounds: 4 CTAs of 16-bit inputs (32 KB staged each) per SM keep
+  // enough loads in flight; fp32 tiles (64 KB) fit 3 per SM anyway.
+  static constexpr int min_ctas_per_sm = sizeof(Raw) == 2 ? 4 : 2;
   static_assert(lanes_per_block >= 1 && (lanes_per_block & (lanes_per_block - 1)) == 0,
                 "a rowwise block spans a power-of-two number of lanes of one warp");
   static_assert(scale_cols == col_blocks && scale_cols % 4 == 0 && block_words >= 1,
@@ -54,6 +59,14 @@ struct BlockScaler {
     return poisoned ? 0.0f : num::element_multiplier<Fmt>(sb, s_dec);
   }
 };
+
+// Running maximum of the magnitudes of two packed 16-bit inputs (bf16 or fp16), one per half. The
+// unsigned order of the magnitude bits (sign cleared) is the order of |x|, NaN above Inf; widening
+// to fp32 keeps that order, so the widened maximum has the numerics core's amax bits (abs_bits)
+// for every finite block and is non-finite exactly when one of them is. One max.u16x2 per pair.
+__device__ __forceinline__ uint32_t max_magnitudes_16x2(uint32_t acc, uint32_t pair) {
+  return __vmaxu2(acc, pair & 0x7FFF7FFFu);
+}
 
 // Codes of N consecutive elements of one block, packed low element first (N * bits <= 64).
 // A poisoned block (non-finite amax) encodes every element as the format's NaN code.
@@ -100,7 +113,11 @@ __device__ __forceinline__ void store_block(uint8_t* dst, const uint64_t (&words
       }
     }
   } else {
-    for (int64_t i = 0; i < bytes && i < T::block_bytes; ++i) dst[i] = static_cast<uint8_t>(words[i / 8] >> (8 * (i % 8)));
+    // Constant word indices keep `words` in registers (a runtime index would put it in local memory).
+#pragma unroll
+    for (int i = 0; i < T::block_bytes; ++i) {
+      if (i < bytes) dst[i] = static_cast<uint8_t>(words[i / 8] >> (8 * (i % 8)));
+    }
   }
 }
 
