@@ -181,11 +181,12 @@ __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c,
   }
 }
 
-// Rowwise codes of one 16-byte chunk (tile row `row`, chunk `chunk`); its block's scale goes to
-// the staged scale tile. Every lane of the warp calls it (amax by shuffles).
+// Rowwise codes of one 16-byte chunk (tile row `row`, chunk `chunk`) to dst; its block's scale
+// goes to the staged scale tile. Every lane of the warp calls it (amax by shuffles).
 template <class In, class Fmt>
 __device__ __forceinline__ void quantize_row_chunk(const Problem& p, const TileCoord& c, const BlockScaler<Fmt>& scaler,
-                                                   const uint4& raw, int row, int chunk, uint8_t* row_scale_tile) {
+                                                   const uint4& raw, int row, int chunk, uint8_t* dst,
+                                                   uint8_t* row_scale_tile) {
   using T = TileTraits<In, Fmt>;
   using Raw = typename T::Raw;
   const int64_t m = c.m0 + row;
@@ -194,9 +195,14 @@ __device__ __forceinline__ void quantize_row_chunk(const Problem& p, const TileC
   float x[T::vec];
   uint32_t amax = 0;
 #pragma unroll
-  for (int j = 0; j < T::vec; ++j) {
-    x[j] = In::to_float(v[j]);
-    amax = max(amax, num::abs_bits(x[j]));
+  for (int j = 0; j < T::vec; ++j) x[j] = In::to_float(v[j]);
+  if constexpr (sizeof(Raw) == 2) {
+    const uint32_t mag = max_magnitudes_16x2(max_magnitudes_16x2(raw.x & 0x7FFF7FFFu, raw.y), raw.z);
+    const uint32_t both = max_magnitudes_16x2(mag, raw.w);
+    amax = num::abs_bits(In::to_float(static_cast<Raw>(max(both & 0xFFFFu, both >> 16))));
+  } else {
+#pragma unroll
+    for (int j = 0; j < T::vec; ++j) amax = max(amax, num::abs_bits(x[j]));
   }
 #pragma unroll
   for (int off = 1; off < T::lanes_per_block; off <<= 1) {
@@ -205,11 +211,10 @@ __device__ __forceinline__ void quantize_row_chunk(const Problem& p, const TileC
   const uint8_t sb = scaler.scale(amax);
   const bool poisoned = num::is_nonfinite_abs_bits(amax);
   const uint64_t codes = encode_codes<Fmt, T::vec>(x, scaler.multiplier(sb, poisoned), poisoned);
-  const int64_t k = c.k0 + chunk * T::vec;
-  uint8_t* dst = p.row_data + c.b * code_bytes<T>(p.M * p.K) + code_bytes<T>(m * p.K + k);
   if (c.full && p.vec_row_out) {
     store_vec<T::row_bytes_per_chunk>(dst, codes);
   } else if (m < p.M) {
+    const int64_t k = c.k0 + chunk * T::vec;
     for (int64_t j = 0; j < T::row_bytes_per_chunk && j < code_bytes<T>(p.K - k); ++j) {
       dst[j] = static_cast<uint8_t>(codes >> (8 * j));
     }
@@ -219,6 +224,13 @@ __device__ __forceinline__ void quantize_row_chunk(const Problem& p, const TileC
     const int64_t kb = c.k0 / T::block + kb_local;
     row_scale_tile[num::blocked_offset(row, kb_local, 1)] = m < p.M && kb < p.row_scale_cols ? sb : 0;
   }
+}
+
+// This thread's rowwise output pointer of tile row row0 (the rows of its later passes follow at
+// T::rows_per_pass rows each).
+template <class T>
+__device__ __forceinline__ uint8_t* row_out_base(const Problem& p, const TileCoord& c, int row0, int chunk) {
+  return p.row_data + c.b * code_bytes<T>(p.M * p.K) + code_bytes<T>((c.m0 + row0) * p.K + c.k0 + chunk * T::vec);
 }
 
 // Two adjacent raw elements: one shared-memory access.
@@ -407,11 +419,13 @@ quantize_tile_kernel(const Problem p) {
     stage_tile<T>(p, c, chunk, row0, staged_tile);
     __syncthreads();
     if constexpr (ROW) {
+      uint8_t* row_out = row_out_base<T>(p, c, row0, chunk);
+      const int64_t pass_bytes = code_bytes<T>(T::rows_per_pass * p.K);
 #pragma unroll
       for (int i = 0; i < T::passes; ++i) {
         const int row = row0 + i * T::rows_per_pass;
         quantize_row_chunk<In, Fmt>(p, c, scaler, staged_tile[row * T::chunks_per_row + chunk], row, chunk,
-                                    row_scale_tile);
+                                    row_out + i * pass_bytes, row_scale_tile);
       }
     }
     uint8_t* out_tile = reinterpret_cast<uint8_t*>(staged_tile) + T::staged_tile_bytes;
@@ -421,9 +435,12 @@ quantize_tile_kernel(const Problem p) {
   } else {
     uint4 regs[T::passes];
     load_tile_regs<T>(p, c, chunk, row0, regs);
+    uint8_t* row_out = row_out_base<T>(p, c, row0, chunk);
+    const int64_t pass_bytes = code_bytes<T>(T::rows_per_pass * p.K);
 #pragma unroll
     for (int i = 0; i < T::passes; ++i) {
-      quantize_row_chunk<In, Fmt>(p, c, scaler, regs[i], row0 + i * T::rows_per_pass, chunk, row_scale_tile);
+      quantize_row_chunk<In, Fmt>(p, c, scaler, regs[i], row0 + i * T::rows_per_pass, chunk, row_out + i * pass_bytes,
+                                  row_scale_tile);
     }
     __syncthreads();
   }

@@ -74,16 +74,20 @@ template <class Fmt, int N>
 __device__ __forceinline__ uint64_t encode_codes(const float* x, float mult, bool poisoned) {
   using Elem = typename Fmt::Elem;
   static_assert(N % 2 == 0 && N * Elem::bits <= 64, "pairs of codes into one 64-bit word");
-  uint64_t codes = 0;
-  if (poisoned) {
-    for (int j = 0; j < N; ++j) codes |= uint64_t{Elem::nan_code} << (j * Elem::bits);
-    return codes;
-  }
+  // The NaN word of a poisoned block is selected at the end (no divergent branch); its multiplier
+  // is 0 and its codes are discarded. Pairs never straddle 32 bits: two 32-bit halves with
+  // constant shifts instead of 64-bit shifts and ors.
+  uint32_t nan_half = 0;
+  for (int j = 0; j < 32 / Elem::bits; ++j) nan_half |= uint32_t{Elem::nan_code} << (j * Elem::bits);
+  uint32_t half[2] = {0, 0};
 #pragma unroll
   for (int j = 0; j < N; j += 2) {
-    codes |= uint64_t{encode_pair<Elem>(x[j] * mult, x[j + 1] * mult)} << (j * Elem::bits);
+    const int bit = j * Elem::bits;
+    half[bit / 32] |= encode_pair<Elem>(x[j] * mult, x[j + 1] * mult) << (bit % 32);
   }
-  return codes;
+  const uint64_t codes = uint64_t{half[0]} | (uint64_t{half[1]} << 32);
+  constexpr uint64_t kWordMask = N * Elem::bits == 64 ? ~uint64_t{0} : (uint64_t{1} << (N * Elem::bits)) - 1;
+  return poisoned ? ((uint64_t{nan_half} << 32 | nan_half) & kWordMask) : codes;
 }
 
 // Codes of one colwise block (T::block consecutive rows of one column), as 64-bit words.
