@@ -9,6 +9,7 @@
 #include <mxq/numerics.hpp>
 
 #include "../convert.cuh"
+#include "../e2m1_lines.hpp"
 
 namespace mxq::cuda::quant {
 
@@ -80,10 +81,26 @@ __device__ __forceinline__ uint64_t encode_codes(const float* x, float mult, boo
   uint32_t nan_half = 0;
   for (int j = 0; j < 32 / Elem::bits; ++j) nan_half |= uint32_t{Elem::nan_code} << (j * Elem::bits);
   uint32_t half[2] = {0, 0};
+  if constexpr (Elem::bits == 4) {
+    // fp4: eight codes per 32-bit word at once (src/cuda/e2m1_lines.hpp), signs from the unscaled
+    // inputs (the multiplier is positive); fewer than eight (fp32 rows) are padded with zeros,
+    // whose codes are zero.
 #pragma unroll
-  for (int j = 0; j < N; j += 2) {
-    const int bit = j * Elem::bits;
-    half[bit / 32] |= encode_pair<Elem>(x[j] * mult, x[j + 1] * mult) << (bit % 32);
+    for (int q = 0; q < (N + 7) / 8; ++q) {
+      float y[8], sign_src[8];
+#pragma unroll
+      for (int j = 0; j < 8; ++j) {
+        sign_src[j] = 8 * q + j < N ? x[8 * q + j] : 0.0f;
+        y[j] = sign_src[j] * mult;
+      }
+      half[q] = encode_e2m1x8(y, sign_src);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < N; j += 2) {
+      const int bit = j * Elem::bits;
+      half[bit / 32] |= encode_pair<Elem>(x[j] * mult, x[j + 1] * mult) << (bit % 32);
+    }
   }
   const uint64_t codes = uint64_t{half[0]} | (uint64_t{half[1]} << 32);
   constexpr uint64_t kWordMask = N * Elem::bits == 64 ? ~uint64_t{0} : (uint64_t{1} << (N * Elem::bits)) - 1;
