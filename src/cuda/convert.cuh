@@ -1,6 +1,6 @@
 // fp32 -> fp8 element conversion on the device. On sm_89+ one `cvt.rn.satfinite.{e4m3,e5m2}x2.f32`
 // converts two values; tests/cuda/test_convert_exhaustive.cu proves it equal to num::encode on all
-// 2^32 fp32 inputs, which is what allows it here. E2M1 uses an integer form proven the same way.
+// 2^32 fp32 inputs, which is what allows it here. FP4 codes come eight at a time from e2m1_lines.hpp.
 #pragma once
 #include <cstdint>
 
@@ -18,24 +18,6 @@ __device__ __forceinline__ uint32_t encode_pair_reference(float lo, float hi) {
 template <class Elem>
 __device__ __forceinline__ uint32_t encode_pair(float lo, float hi) {
   return encode_pair_reference<Elem>(lo, hi);
-}
-
-// fp32 -> E2M1 code in integer arithmetic (no conversion instruction before sm_100). From 1.0 up the
-// 1-bit mantissa is rounded to nearest even by adding just under half its ulp plus the kept bit, and
-// the exponent carries naturally (Inf and NaN end above 6 and saturate to code 7, the NaN code of
-// SPEC.md); below 1.0 (the format's subnormal step 0.5) two thresholds do the same: 0.25 ties down,
-// 0.75 up. tests/cuda/test_convert_exhaustive.cu proves it equal to num::encode on all 2^32 inputs.
-__device__ __forceinline__ uint32_t encode_e2m1(float x) {
-  const uint32_t u = num::f2u(x), a = u & 0x7FFFFFFFu;
-  const uint32_t rounded = a + 0x1FFFFFu + ((a >> 22) & 1u);
-  const uint32_t from_one = min((rounded >> 22) - 0xFCu, 7u);  // 1.0 = 0x3F800000 -> code 2
-  const uint32_t below_one = (a > 0x3E800000u) + (a >= 0x3F400000u);
-  const uint32_t sign = a > num::kF32ExpMask ? 0u : (u >> 28) & 8u;  // NaN codes carry no sign
-  return (a < 0x3F800000u ? below_one : from_one) | sign;
-}
-template <>
-__device__ __forceinline__ uint32_t encode_pair<num::E2M1>(float lo, float hi) {
-  return encode_e2m1(lo) | (encode_e2m1(hi) << 4);
 }
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 890
