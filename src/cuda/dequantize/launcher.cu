@@ -1,7 +1,8 @@
 // mxq::cuda::dequantize: every format, rowwise or colwise data, linear or blocked scales, to
-// bf16 / fp16 / fp32.
+// bf16 / fp16 / fp32; token groups in grouped_launcher.cu.
 #include "../../backend.hpp"
 #include "../common.cuh"
+#include "grouped_launcher.hpp"
 #include "kernel.cuh"
 
 namespace mxq::cuda {
@@ -31,9 +32,7 @@ Status launch_out(DType out, const dequant::Problem& p, bool colwise, int64_t ti
 
 Status dequantize(const DequantizeArgs& a) {
   const Format f = a.params.format;
-  if (a.groups.groups.count > 0) {
-    return Status::error(Code::unsupported, "dequantize: the cuda backend does not serve token groups yet");
-  }
+  if (a.groups.groups.count > 0) return dequantize_grouped(a);
   const bool colwise = a.params.direction == Direction::colwise;
   const int block = num::format_block(f);
   dequant::Problem p;
