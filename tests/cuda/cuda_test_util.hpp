@@ -1,9 +1,11 @@
-// Helpers of the GPU tests: skip (exit 77) without a device, device buffers, and running the
-// cuda backend on host tensors with poisoned outputs, to compare byte for byte with the cpu backend.
+// Helpers of the GPU tests: skip (exit 77) without a device, device buffers, running cuda ops twice
+// over two poison patterns (every output byte written), comparing with the cpu backend byte for
+// byte, CUDA graph capture and replay, and the token-group cases the grouped tests share.
 #pragma once
 #include <cuda_runtime.h>
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -96,17 +98,41 @@ struct DeviceTensor {
   }
 };
 
-// The outputs of one quantize call in device memory.
+// A device copy of a host vector (an empty vector gives an empty buffer).
+template <class T>
+DeviceBuffer device_copy(const std::vector<T>& v) {
+  DeviceBuffer d(v.size() * sizeof(T));
+  d.upload(v.data(), d.size());
+  return d;
+}
+
+// The outputs of one quantize call in device memory, each allocated at the size the API reports;
+// the optional ones (nvfp4 tensor scales, padded offsets) are handed to the op only when it has them.
 struct DeviceOutputs {
-  DeviceBuffer row_data, row_scales, col_data, col_scales;
+  DeviceBuffer row_data, row_scales, col_data, col_scales, s_enc, s_dec, padded_starts, padded_ends;
   explicit DeviceOutputs(const QuantizeSizes& s)
       : row_data(size_t(s.row_data_bytes)), row_scales(size_t(s.row_scale_bytes)),
-        col_data(size_t(s.col_data_bytes)), col_scales(size_t(s.col_scale_bytes)) {}
-  void fill(uint8_t p) const { row_data.fill(p); row_scales.fill(p); col_data.fill(p); col_scales.fill(p); }
+        col_data(size_t(s.col_data_bytes)), col_scales(size_t(s.col_scale_bytes)),
+        s_enc(size_t(s.tensor_scale_count) * 4), s_dec(size_t(s.tensor_scale_count) * 4),
+        padded_starts(size_t(s.padded_offset_count) * 4), padded_ends(size_t(s.padded_offset_count) * 4) {}
+  void fill(uint8_t p) const {
+    for (const DeviceBuffer* b :
+         {&row_data, &row_scales, &col_data, &col_scales, &s_enc, &s_dec, &padded_starts, &padded_ends}) {
+      b->fill(p);
+    }
+  }
   QuantizeOutputs outputs(Direction d) const {
     QuantizeOutputs o;
     if (has_rowwise(d)) { o.row_data = row_data.get(); o.row_scales = row_scales.get(); }
     if (has_colwise(d)) { o.col_data = col_data.get(); o.col_scales = col_scales.get(); }
+    if (s_enc.size()) {
+      o.s_enc = reinterpret_cast<float*>(s_enc.get());
+      o.s_dec = reinterpret_cast<float*>(s_dec.get());
+    }
+    if (padded_starts.size()) {
+      o.padded_starts = reinterpret_cast<int32_t*>(padded_starts.get());
+      o.padded_ends = reinterpret_cast<int32_t*>(padded_ends.get());
+    }
     return o;
   }
   QuantizeResult download(const QuantizeSizes& s) const {
@@ -116,38 +142,176 @@ struct DeviceOutputs {
     r.row_scales = row_scales.download();
     r.col_data = col_data.download();
     r.col_scales = col_scales.download();
+    r.s_enc = download_as<float>(s_enc);
+    r.s_dec = download_as<float>(s_dec);
+    r.padded_starts = download_as<int32_t>(padded_starts);
+    r.padded_ends = download_as<int32_t>(padded_ends);
     return r;
+  }
+
+ private:
+  template <class T>
+  static std::vector<T> download_as(const DeviceBuffer& b) {
+    const std::vector<uint8_t> bytes = b.download();
+    std::vector<T> v(bytes.size() / sizeof(T));
+    if (!bytes.empty()) std::memcpy(v.data(), bytes.data(), bytes.size());
+    return v;
   }
 };
 
-// Quantizes `h` on the cuda backend (input `offset` bytes into its allocation), twice with two
-// poison patterns; EXPECTs success and that every output byte was written.
-inline QuantizeResult run_cuda_quantize(const HostTensor& h, const QuantizeParams& params, size_t offset = 0) {
+// Runs `op` (an mxq call on the cuda backend, returning Status) twice: after poison(kPoisonA), then
+// after poison(kPoisonB). EXPECTs success and a clean device sync each time; returns download() of
+// both runs, for every_byte_written (a byte that differs was not written) and the comparisons.
+template <class Poison, class Op, class Download>
+auto run_poisoned_twice(Poison&& poison, Op&& op, Download&& download) -> std::array<decltype(download()), 2> {
+  std::array<decltype(download()), 2> r;
+  const uint8_t patterns[2] = {kPoisonA, kPoisonB};
+  for (int i = 0; i < 2; ++i) {
+    poison(patterns[i]);
+    const Status st = op();
+    EXPECT_TRUE(st.ok()) << st.message();
+    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    r[i] = download();
+  }
+  return r;
+}
+
+// The cuda quantize `a` (its outputs in `out`, of sizes `s`), run with two poison patterns; EXPECTs
+// that every output byte was written and returns the outputs.
+inline QuantizeResult quantize_poisoned_twice(const QuantizeArgs& a, const DeviceOutputs& out, const QuantizeSizes& s) {
+  const auto r = run_poisoned_twice([&](uint8_t p) { out.fill(p); }, [&] { return quantize(a); },
+                                    [&] { return out.download(s); });
+  expect_every_byte_written(r[0], r[1], "cuda ");
+  return r[0];
+}
+
+// The cuda dequantize `a` (a.out is out.get()), run with two poison patterns; EXPECTs that every
+// output byte was written and returns the output.
+inline std::vector<uint8_t> dequantize_poisoned_twice(const DequantizeArgs& a, const DeviceBuffer& out) {
+  const auto r = run_poisoned_twice([&](uint8_t p) { out.fill(p); }, [&] { return dequantize(a); },
+                                    [&] { return out.download(); });
+  EXPECT_TRUE(every_byte_written(r[0], r[1], "cuda dequantize out"));
+  return r[0];
+}
+
+// Quantizes `h` on the cuda backend (input `offset` bytes into its allocation; nvfp4: `amax` the
+// caller-given tensor amax per batch, empty: computed), twice with two poison patterns; EXPECTs
+// success and that every output byte was written.
+inline QuantizeResult run_cuda_quantize(const HostTensor& h, const QuantizeParams& params, size_t offset = 0,
+                                        const std::vector<float>& amax = {}) {
   DeviceTensor in(h, offset);
+  const DeviceBuffer amax_dev = device_copy(amax);
   QuantizeArgs a;
   a.input = in.view;
   a.params = params;
   a.backend = Backend::cuda;
+  a.tensor_amax = amax.empty() ? nullptr : reinterpret_cast<const float*>(amax_dev.get());
   QuantizeSizes s;
   const Status st = quantize_sizes(a, &s);
   EXPECT_TRUE(st.ok()) << st.message();
   DeviceOutputs out(s);
   a.out = out.outputs(params.direction);
-  QuantizeResult r[2];
-  const uint8_t patterns[2] = {kPoisonA, kPoisonB};
-  for (int i = 0; i < 2; ++i) {
-    out.fill(patterns[i]);
-    const Status q = quantize(a);
-    EXPECT_TRUE(q.ok()) << q.message();
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    r[i] = out.download(s);
-  }
-  EXPECT_TRUE(every_byte_written(r[0].row_data, r[1].row_data, "cuda row_data"));
-  EXPECT_TRUE(every_byte_written(r[0].row_scales, r[1].row_scales, "cuda row_scales"));
-  EXPECT_TRUE(every_byte_written(r[0].col_data, r[1].col_data, "cuda col_data"));
-  EXPECT_TRUE(every_byte_written(r[0].col_scales, r[1].col_scales, "cuda col_scales"));
-  return r[0];
+  return quantize_poisoned_twice(a, out, s);
 }
+
+// EXPECTs the outputs of direction `d` byte for byte equal, and the tensor scales and padded
+// offsets (empty on both sides where the call has none).
+inline void expect_outputs_equal(const QuantizeResult& cpu, const QuantizeResult& gpu, Direction d) {
+  if (has_rowwise(d)) {
+    EXPECT_TRUE(bytes_equal(cpu.row_data, gpu.row_data, "row_data"));
+    EXPECT_TRUE(bytes_equal(cpu.row_scales, gpu.row_scales, "row_scales"));
+  }
+  if (has_colwise(d)) {
+    EXPECT_TRUE(bytes_equal(cpu.col_data, gpu.col_data, "col_data"));
+    EXPECT_TRUE(bytes_equal(cpu.col_scales, gpu.col_scales, "col_scales"));
+  }
+  EXPECT_TRUE(bytes_equal(as_bytes(cpu.s_enc), as_bytes(gpu.s_enc), "s_enc"));
+  EXPECT_TRUE(bytes_equal(as_bytes(cpu.s_dec), as_bytes(gpu.s_dec), "s_dec"));
+  EXPECT_TRUE(bytes_equal(as_bytes(cpu.padded_starts), as_bytes(gpu.padded_starts), "padded_starts"));
+  EXPECT_TRUE(bytes_equal(as_bytes(cpu.padded_ends), as_bytes(gpu.padded_ends), "padded_ends"));
+}
+
+// A stream, and the graph of the work captured on it. Each step returns the first CUDA error, for
+// MXQ_CUDA_CHECK at the call site; the destructor EXPECTs a clean teardown.
+class CapturedGraph {
+ public:
+  CapturedGraph() { EXPECT_EQ(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), cudaSuccess); }
+  CapturedGraph(const CapturedGraph&) = delete;
+  CapturedGraph& operator=(const CapturedGraph&) = delete;
+  ~CapturedGraph() {
+    if (exec_) {
+      EXPECT_EQ(cudaGraphExecDestroy(exec_), cudaSuccess);
+    }
+    if (graph_) {
+      EXPECT_EQ(cudaGraphDestroy(graph_), cudaSuccess);
+    }
+    if (stream_) {
+      EXPECT_EQ(cudaStreamDestroy(stream_), cudaSuccess);
+    }
+  }
+  cudaStream_t stream() const { return stream_; }
+  cudaError_t begin_capture(cudaStreamCaptureMode mode) { return cudaStreamBeginCapture(stream_, mode); }
+  // Ends the capture and instantiates the graph.
+  cudaError_t end_capture() {
+    const cudaError_t e = cudaStreamEndCapture(stream_, &graph_);
+    return e != cudaSuccess ? e : cudaGraphInstantiate(&exec_, graph_, 0);
+  }
+  // Launches the graph and waits for it.
+  cudaError_t replay() {
+    const cudaError_t e = cudaGraphLaunch(exec_, stream_);
+    return e != cudaSuccess ? e : cudaStreamSynchronize(stream_);
+  }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+};
+
+// G cumulative group ends whose sizes are drawn from `sizes` (the edge cases of a test).
+inline std::vector<int32_t> ends_of_random_sizes(Rng& rng, int64_t G, const std::vector<int64_t>& sizes) {
+  std::vector<int32_t> ends;
+  int64_t end = 0;
+  for (int64_t g = 0; g < G; ++g) {
+    end += sizes[size_t(rng.uniform(0, int64_t(sizes.size()) - 1))];
+    ends.push_back(int32_t(end));
+  }
+  return ends;
+}
+
+// Alignments of the token groups of each direction (0: unpadded).
+struct Padding {
+  int32_t rowwise, colwise;
+};
+
+// A cpu quantize request in both directions with token groups `ends`.
+inline QuantizeRequest grouped_request(Format f, ScaleRule r, ScaleLayout l, const std::vector<int32_t>& ends,
+                                       Padding pad) {
+  QuantizeRequest q;
+  q.params.format = f;
+  q.params.rule = r;
+  q.params.layout = l;
+  q.params.direction = Direction::both;
+  q.ends = ends;
+  q.pad_rowwise = pad.rowwise;
+  q.pad_colwise = pad.colwise;
+  q.backend = Backend::cpu;
+  return q;
+}
+
+// Group ends that are not monotone, negative or past M (the grouped ops clamp them like the cpu).
+inline const std::vector<std::vector<int32_t>> kBadGroupEnds = {
+    {40, 10, 500, 3, 200}, {-5, 100, 99, 1 << 30}, {260, 260, 7, -1}, {0x7FFFFFFF, 12}};
+// Eight bad ends over M = 1000 rows, for a graph replay.
+inline const std::vector<int32_t> kBadGroupEndsOf1000Rows = {900, 10, 1 << 20, 5, 999, 0, 1000, 3};
+
+// Empty groups, no rows, and rows past the last end: (M, K, ends).
+struct EmptyGroupsCase {
+  int64_t rows, cols;
+  std::vector<int32_t> ends;
+};
+inline const std::vector<EmptyGroupsCase> kEmptyGroupsCases = {
+    {0, 64, {0, 0, 0, 0}}, {300, 96, {0, 0, 0}}, {300, 96, {0, 0, 0, 300}}, {256, 256, {128, 256}}};
 
 inline std::string describe(const HostTensor& h, const QuantizeParams& p, size_t offset) {
   char buf[256];
@@ -170,15 +334,7 @@ inline void expect_cuda_matches_cpu(const HostTensor& h, QuantizeParams p, size_
   for (Direction d : {Direction::rowwise, Direction::colwise, Direction::both}) {
     p.direction = d;
     SCOPED_TRACE(::testing::Message() << "cuda direction " << int(d));
-    const QuantizeResult gpu = run_cuda_quantize(h, p, offset);
-    if (has_rowwise(d)) {
-      EXPECT_TRUE(bytes_equal(cpu.row_data, gpu.row_data, "row_data"));
-      EXPECT_TRUE(bytes_equal(cpu.row_scales, gpu.row_scales, "row_scales"));
-    }
-    if (has_colwise(d)) {
-      EXPECT_TRUE(bytes_equal(cpu.col_data, gpu.col_data, "col_data"));
-      EXPECT_TRUE(bytes_equal(cpu.col_scales, gpu.col_scales, "col_scales"));
-    }
+    expect_outputs_equal(cpu, run_cuda_quantize(h, p, offset), d);
   }
 }
 

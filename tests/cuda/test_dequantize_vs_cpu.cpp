@@ -42,25 +42,13 @@ std::vector<uint8_t> cpu_dequantize(const DequantCase& c, const std::vector<uint
 
 std::vector<uint8_t> cuda_dequantize(const DequantCase& c, const std::vector<uint8_t>& data,
                                      const std::vector<uint8_t>& scales) {
-  DeviceBuffer d(data.size()), s(scales.size());
-  d.upload(data.data(), data.size());
-  s.upload(scales.data(), scales.size());
+  const DeviceBuffer d = device_copy(data), s = device_copy(scales);
   DequantizeArgs a = make_args(c, d.get(), s.get(), Backend::cuda);
   int64_t n = 0;
   EXPECT_TRUE(dequantize_size(a, &n).ok());
-  DeviceBuffer out(size_t(n * dtype_size(c.out_dtype)));
+  const DeviceBuffer out(size_t(n * dtype_size(c.out_dtype)));
   a.out = out.get();
-  std::vector<uint8_t> r[2];
-  const uint8_t patterns[2] = {kPoisonA, kPoisonB};
-  for (int i = 0; i < 2; ++i) {
-    out.fill(patterns[i]);
-    const Status st = dequantize(a);
-    EXPECT_TRUE(st.ok()) << st.message();
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    r[i] = out.download();
-  }
-  EXPECT_TRUE(every_byte_written(r[0], r[1], "cuda dequantize out"));
-  return r[0];
+  return dequantize_poisoned_twice(a, out);
 }
 
 TEST(CudaDequantize, MatchesCpuEveryLayoutDirectionAndDtype) {

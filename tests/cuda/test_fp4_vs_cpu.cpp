@@ -26,86 +26,6 @@ QuantizeParams params(Format f, ScaleRule r, ScaleLayout l, Direction d = Direct
   return p;
 }
 
-template <class T>
-std::vector<uint8_t> as_bytes(const std::vector<T>& v) {
-  std::vector<uint8_t> b(v.size() * sizeof(T));
-  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
-// Device buffers of one quantize call, tensor scales included.
-struct Fp4Outputs {
-  DeviceOutputs data;
-  DeviceBuffer s_enc, s_dec;
-  explicit Fp4Outputs(const QuantizeSizes& s)
-      : data(s), s_enc(size_t(s.tensor_scale_count) * 4), s_dec(size_t(s.tensor_scale_count) * 4) {}
-  void fill(uint8_t p) const { data.fill(p); s_enc.fill(p); s_dec.fill(p); }
-  QuantizeOutputs outputs(Direction d) const {
-    QuantizeOutputs o = data.outputs(d);
-    if (s_enc.size()) {
-      o.s_enc = reinterpret_cast<float*>(s_enc.get());
-      o.s_dec = reinterpret_cast<float*>(s_dec.get());
-    }
-    return o;
-  }
-  QuantizeResult download(const QuantizeSizes& s) const {
-    QuantizeResult r = data.download(s);
-    const std::vector<uint8_t> e = s_enc.download(), d = s_dec.download();
-    r.s_enc.resize(e.size() / 4);
-    r.s_dec.resize(d.size() / 4);
-    if (!e.empty()) std::memcpy(r.s_enc.data(), e.data(), e.size());
-    if (!d.empty()) std::memcpy(r.s_dec.data(), d.data(), d.size());
-    return r;
-  }
-};
-
-// The cuda quantize of `h` (input `offset` bytes into its allocation), run with two poison patterns.
-QuantizeResult run_cuda(const HostTensor& h, const QuantizeParams& params, const std::vector<float>& amax,
-                        size_t offset) {
-  DeviceTensor in(h, offset);
-  DeviceBuffer amax_dev(amax.size() * 4);
-  amax_dev.upload(amax.data(), amax.size() * 4);
-  QuantizeArgs a;
-  a.input = in.view;
-  a.params = params;
-  a.backend = Backend::cuda;
-  a.tensor_amax = amax.empty() ? nullptr : reinterpret_cast<const float*>(amax_dev.get());
-  QuantizeSizes s;
-  const Status st = quantize_sizes(a, &s);
-  EXPECT_TRUE(st.ok()) << st.message();
-  Fp4Outputs out(s);
-  a.out = out.outputs(params.direction);
-  QuantizeResult r[2];
-  const uint8_t patterns[2] = {kPoisonA, kPoisonB};
-  for (int i = 0; i < 2; ++i) {
-    out.fill(patterns[i]);
-    const Status q = quantize(a);
-    EXPECT_TRUE(q.ok()) << q.message();
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    r[i] = out.download(s);
-  }
-  EXPECT_TRUE(every_byte_written(r[0].row_data, r[1].row_data, "cuda row_data"));
-  EXPECT_TRUE(every_byte_written(r[0].row_scales, r[1].row_scales, "cuda row_scales"));
-  EXPECT_TRUE(every_byte_written(r[0].col_data, r[1].col_data, "cuda col_data"));
-  EXPECT_TRUE(every_byte_written(r[0].col_scales, r[1].col_scales, "cuda col_scales"));
-  EXPECT_TRUE(every_byte_written(as_bytes(r[0].s_enc), as_bytes(r[1].s_enc), "cuda s_enc"));
-  EXPECT_TRUE(every_byte_written(as_bytes(r[0].s_dec), as_bytes(r[1].s_dec), "cuda s_dec"));
-  return r[0];
-}
-
-void expect_same(const QuantizeResult& cpu, const QuantizeResult& gpu, Direction d) {
-  if (has_rowwise(d)) {
-    EXPECT_TRUE(bytes_equal(cpu.row_data, gpu.row_data, "row_data"));
-    EXPECT_TRUE(bytes_equal(cpu.row_scales, gpu.row_scales, "row_scales"));
-  }
-  if (has_colwise(d)) {
-    EXPECT_TRUE(bytes_equal(cpu.col_data, gpu.col_data, "col_data"));
-    EXPECT_TRUE(bytes_equal(cpu.col_scales, gpu.col_scales, "col_scales"));
-  }
-  EXPECT_TRUE(bytes_equal(as_bytes(cpu.s_enc), as_bytes(gpu.s_enc), "s_enc"));
-  EXPECT_TRUE(bytes_equal(as_bytes(cpu.s_dec), as_bytes(gpu.s_dec), "s_dec"));
-}
-
 // The cpu reference (both directions; rowwise only when M is odd, which fp4 colwise rejects) against
 // the cuda backend in each direction it allows. Returns the cpu result.
 QuantizeResult expect_cuda_matches_cpu_fp4(const HostTensor& h, QuantizeParams p, const std::vector<float>& amax = {},
@@ -122,7 +42,7 @@ QuantizeResult expect_cuda_matches_cpu_fp4(const HostTensor& h, QuantizeParams p
     if (!col_ok && d != Direction::rowwise) continue;
     p.direction = d;
     SCOPED_TRACE(::testing::Message() << "cuda direction " << int(d));
-    expect_same(cpu, run_cuda(h, p, amax, offset), d);
+    expect_outputs_equal(cpu, run_cuda_quantize(h, p, offset, amax), d);
   }
   return cpu;
 }
@@ -304,7 +224,7 @@ TEST(CudaFp4Quantize, TokenGroupsAreReportedUnsupported) {
     a.backend = Backend::cuda;
     QuantizeSizes s;
     ASSERT_TRUE(quantize_sizes(a, &s).ok());
-    Fp4Outputs out(s);
+    DeviceOutputs out(s);
     a.out = out.outputs(Direction::rowwise);
     const Status st = quantize(a);
     EXPECT_EQ(st.code(), Code::unsupported) << st.message();
@@ -353,42 +273,34 @@ TEST(CudaTensorAmax, MatchesCpuBitsNaNWins) {
 TEST(CudaFp4Graph, ComputedAmaxQuantizeReplaysWithFreshInputs) {
   MXQ_FRESH_RNG(rng);
   constexpr int64_t B = 2, M = 258, K = 384;
-  cudaStream_t stream;
-  MXQ_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CapturedGraph graph;
   HostTensor h = normal_tensor(rng, DType::bf16, B, M, K);
   DeviceTensor in(h);
   QuantizeArgs q;
   q.input = in.view;
   q.params = params(Format::nvfp4, ScaleRule::rceil, ScaleLayout::blocked);
   q.backend = Backend::cuda;
-  q.stream = stream;
+  q.stream = graph.stream();
   QuantizeSizes s;
   ASSERT_TRUE(quantize_sizes(q, &s).ok());
-  Fp4Outputs out(s);
+  DeviceOutputs out(s);
   q.out = out.outputs(Direction::both);
 
-  cudaGraph_t graph;
-  MXQ_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  MXQ_CUDA_CHECK(graph.begin_capture(cudaStreamCaptureModeGlobal));
   const Status qs = quantize(q);
-  MXQ_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  MXQ_CUDA_CHECK(graph.end_capture());
   ASSERT_TRUE(qs.ok()) << qs.message();
-  cudaGraphExec_t exec;
-  MXQ_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   for (int replay = 0; replay < 3; ++replay) {
     SCOPED_TRACE(::testing::Message() << "replay " << replay);
     h = normal_tensor(rng, DType::bf16, B, M, K);
     for (int64_t m = 0; m < M; ++m) h.set(1, m, 5, h.get(1, m, 5) * float(4 << replay));  // new amax each time
     in.buf.upload(h.bytes.data(), h.bytes.size());
     out.fill(uint8_t(kPoisonA + replay));
-    MXQ_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    MXQ_CUDA_CHECK(cudaStreamSynchronize(stream));
+    MXQ_CUDA_CHECK(graph.replay());
     QuantizeRequest req;
     req.params = q.params;
-    expect_same(run_quantize(h, req), out.download(s), Direction::both);
+    expect_outputs_equal(run_quantize(h, req), out.download(s), Direction::both);
   }
-  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
-  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
-  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
 TEST(CudaFp4Dequantize, MatchesCpuEveryFormatLayoutDirectionAndDtype) {
@@ -400,8 +312,7 @@ TEST(CudaFp4Dequantize, MatchesCpuEveryFormatLayoutDirectionAndDtype) {
         QuantizeRequest req;
         req.params = params(f, rng.uniform(0, 1) ? ScaleRule::rceil : ScaleRule::floor, l);
         const QuantizeResult q = run_quantize(special_tensor(rng, DType::bf16, sh[0], sh[1], sh[2], 0.01), req);
-        DeviceBuffer s_dec(q.s_dec.size() * 4);
-        s_dec.upload(q.s_dec.data(), q.s_dec.size() * 4);
+        const DeviceBuffer s_dec = device_copy(q.s_dec);
         for (Direction d : {Direction::rowwise, Direction::colwise}) {
           for (DType t : kDTypes) {
             SCOPED_TRACE(::testing::Message() << "shape " << sh[0] << "x" << sh[1] << "x" << sh[2] << " format "
@@ -428,24 +339,13 @@ TEST(CudaFp4Dequantize, MatchesCpuEveryFormatLayoutDirectionAndDtype) {
             a.backend = Backend::cpu;
             ASSERT_TRUE(dequantize(a).ok());
             // cuda, two poison patterns
-            DeviceBuffer dd(data.size()), ds(scales.size()), out(want.size());
-            dd.upload(data.data(), data.size());
-            ds.upload(scales.data(), scales.size());
+            const DeviceBuffer dd = device_copy(data), ds = device_copy(scales), out(want.size());
             a.data = dd.get();
             a.scales = ds.get();
             a.s_dec = q.s_dec.empty() ? nullptr : reinterpret_cast<const float*>(s_dec.get());
             a.out = out.get();
             a.backend = Backend::cuda;
-            std::vector<uint8_t> got[2];
-            for (int i = 0; i < 2; ++i) {
-              out.fill(i ? kPoisonB : kPoisonA);
-              const Status st = dequantize(a);
-              ASSERT_TRUE(st.ok()) << st.message();
-              MXQ_CUDA_CHECK(cudaDeviceSynchronize());
-              got[i] = out.download();
-            }
-            EXPECT_TRUE(every_byte_written(got[0], got[1], "cuda dequantize out"));
-            EXPECT_TRUE(bytes_equal(want, got[0], "dequantized"));  // NaN bits too
+            EXPECT_TRUE(bytes_equal(want, dequantize_poisoned_twice(a, out), "dequantized"));  // NaN bits too
           }
         }
       }

@@ -5,7 +5,6 @@
 // replays with new offsets. Every output byte is written (two poisons).
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <iterator>
 #include <vector>
 
@@ -18,9 +17,6 @@ constexpr Format kFormats[] = {Format::mxfp8, Format::mxfp8_e5m2, Format::mxfp4,
 constexpr DType kOutDTypes[] = {DType::bf16, DType::fp16, DType::fp32};
 constexpr Direction kDirections[] = {Direction::rowwise, Direction::colwise};
 
-struct Padding {
-  int32_t rowwise, colwise;
-};
 constexpr Padding kPaddings[] = {{0, 0}, {32, 32}, {32, 0}, {0, 32}, {16, 16}, {128, 0}, {0, 128}};
 
 bool is_fp4(Format f) { return f == Format::mxfp4 || f == Format::nvfp4; }
@@ -28,29 +24,16 @@ bool is_fp4(Format f) { return f == Format::mxfp4 || f == Format::nvfp4; }
 // G ends with sizes drawn from the edges of the block and tile arithmetic; *M adds, at times, rows
 // past the last end (and keeps M even for fp4: colwise codes are packed in pairs along M).
 std::vector<int32_t> jagged_ends(Rng& rng, int64_t G, Format f, int64_t* M) {
-  static const int64_t kSizes[] = {0, 1, 31, 33, 129, 2, 64};
-  std::vector<int32_t> ends;
-  int64_t end = 0;
-  for (int64_t g = 0; g < G; ++g) {
-    end += kSizes[rng.uniform(0, int64_t(std::size(kSizes)) - 1)];
-    ends.push_back(int32_t(end));
-  }
-  *M = end + (rng.uniform(0, 1) ? rng.uniform(0, 40) : 0);
+  static const std::vector<int64_t> kSizes = {0, 1, 31, 33, 129, 2, 64};
+  std::vector<int32_t> ends = ends_of_random_sizes(rng, G, kSizes);
+  *M = (ends.empty() ? 0 : ends.back()) + (rng.uniform(0, 1) ? rng.uniform(0, 40) : 0);
   if (is_fp4(f) && *M % 2) ++*M;
   return ends;
 }
 
+// The rule varies at random.
 QuantizeRequest request(Format f, ScaleLayout l, const std::vector<int32_t>& ends, Padding pad, Rng& rng) {
-  QuantizeRequest q;
-  q.params.format = f;
-  q.params.rule = rng.uniform(0, 1) ? ScaleRule::rceil : ScaleRule::floor;
-  q.params.layout = l;
-  q.params.direction = Direction::both;
-  q.ends = ends;
-  q.pad_rowwise = pad.rowwise;
-  q.pad_colwise = pad.colwise;
-  q.backend = Backend::cpu;
-  return q;
+  return grouped_request(f, rng.uniform(0, 1) ? ScaleRule::rceil : ScaleRule::floor, l, ends, pad);
 }
 
 // The dequantize of direction d of a quantize call made with `req` on a (M, K) input.
@@ -120,17 +103,7 @@ std::vector<uint8_t> cuda_dequantize(const QuantizeRequest& req, Direction d, in
   DequantizeArgs a = dev.args(req, d, M, K, t);
   const DeviceBuffer out(out_bytes(a));
   a.out = out.get();
-  std::vector<uint8_t> r[2];
-  const uint8_t patterns[2] = {kPoisonA, kPoisonB};
-  for (int i = 0; i < 2; ++i) {
-    out.fill(patterns[i]);
-    const Status st = dequantize(a);
-    EXPECT_TRUE(st.ok()) << st.message();
-    EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
-    r[i] = out.download();
-  }
-  EXPECT_TRUE(every_byte_written(r[0], r[1], "cuda dequantize out"));
-  return r[0];
+  return dequantize_poisoned_twice(a, out);
 }
 
 std::string describe(int64_t M, int64_t K, const QuantizeRequest& q) {
@@ -187,11 +160,10 @@ TEST(CudaGroupedDequantize, EmptyGroupsNoRowsAndAllRowsPastTheLastEnd) {
   for (Format f : {Format::mxfp8, Format::nvfp4}) {
     for (ScaleLayout l : {ScaleLayout::linear, ScaleLayout::blocked}) {
       for (Padding pad : {Padding{0, 0}, Padding{32, 32}}) {
-        const auto req = [&](std::vector<int32_t> ends) { return request(f, l, ends, pad, rng); };
-        expect_grouped_dequantize_matches_cpu(normal_tensor(rng, DType::bf16, 1, 0, 64), req({0, 0, 0, 0}));
-        expect_grouped_dequantize_matches_cpu(normal_tensor(rng, DType::bf16, 1, 300, 96), req({0, 0, 0}));
-        expect_grouped_dequantize_matches_cpu(normal_tensor(rng, DType::bf16, 1, 300, 96), req({0, 0, 0, 300}));
-        expect_grouped_dequantize_matches_cpu(normal_tensor(rng, DType::bf16, 1, 256, 256), req({128, 256}));
+        for (const EmptyGroupsCase& c : kEmptyGroupsCases) {
+          expect_grouped_dequantize_matches_cpu(normal_tensor(rng, DType::bf16, 1, c.rows, c.cols),
+                                                request(f, l, c.ends, pad, rng));
+        }
       }
     }
   }
@@ -200,9 +172,7 @@ TEST(CudaGroupedDequantize, EmptyGroupsNoRowsAndAllRowsPastTheLastEnd) {
 // Offsets that are not monotone, negative or past M are clamped alike by both backends.
 TEST(CudaGroupedDequantize, BadOffsetsAreClampedLikeTheCpu) {
   MXQ_FRESH_RNG(rng);
-  const std::vector<std::vector<int32_t>> bad = {
-      {40, 10, 500, 3, 200}, {-5, 100, 99, 1 << 30}, {260, 260, 7, -1}, {0x7FFFFFFF, 12}};
-  for (const auto& ends : bad) {
+  for (const auto& ends : kBadGroupEnds) {
     for (Padding pad : {Padding{0, 0}, Padding{32, 32}, Padding{0, 128}}) {
       for (Format f : kFormats) {
         const ScaleLayout l = rng.uniform(0, 1) ? ScaleLayout::linear : ScaleLayout::blocked;
@@ -228,35 +198,27 @@ TEST(CudaGroupedDequantize, GraphReplayWithNewOffsets) {
     const DeviceBuffer row_out(out_bytes(row_args)), col_out(out_bytes(col_args));
     row_args.out = row_out.get();
     col_args.out = col_out.get();
-    cudaStream_t stream;
-    MXQ_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-    row_args.stream = col_args.stream = stream;
-    cudaGraph_t graph;
-    MXQ_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    CapturedGraph graph;
+    row_args.stream = col_args.stream = graph.stream();
+    MXQ_CUDA_CHECK(graph.begin_capture(cudaStreamCaptureModeThreadLocal));
     const Status st_row = dequantize(row_args);
     const Status st_col = dequantize(col_args);
-    MXQ_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+    MXQ_CUDA_CHECK(graph.end_capture());
     ASSERT_TRUE(st_row.ok()) << st_row.message();
     ASSERT_TRUE(st_col.ok()) << st_col.message();
-    cudaGraphExec_t exec;
-    MXQ_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
     for (int replay = 0; replay < 4; ++replay) {
       SCOPED_TRACE(::testing::Message() << "pad " << pad.rowwise << "/" << pad.colwise << " replay " << replay);
-      req.ends = replay == 3 ? std::vector<int32_t>{900, 10, 1 << 20, 5, 999, 0, 1000, 3}  // clamped
+      req.ends = replay == 3 ? kBadGroupEndsOf1000Rows  // clamped
                              : random_group_ends(rng, M, G, replay == 0 ? 1 : 32, replay);
       q = run_quantize(h, req);
       row.upload(req, Direction::rowwise, q);
       col.upload(req, Direction::colwise, q);
       row_out.fill(uint8_t(kPoisonA + replay));
       col_out.fill(uint8_t(kPoisonB + replay));
-      MXQ_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-      MXQ_CUDA_CHECK(cudaStreamSynchronize(stream));
+      MXQ_CUDA_CHECK(graph.replay());
       EXPECT_TRUE(bytes_equal(cpu_dequantize(req, Direction::rowwise, M, K, DType::bf16, q), row_out.download(), "rowwise"));
       EXPECT_TRUE(bytes_equal(cpu_dequantize(req, Direction::colwise, M, K, DType::fp16, q), col_out.download(), "colwise"));
     }
-    EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
-    EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
-    EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
   }
 }
 

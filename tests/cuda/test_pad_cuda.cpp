@@ -21,13 +21,8 @@ std::vector<int32_t> jagged_ends(Rng& rng, int64_t G, int64_t max_rows, int64_t*
   static const std::vector<int64_t> kTiny = {0, 1, 2};
   const int64_t per_group = max_rows / G;
   const auto& sizes = per_group >= 200 ? kFull : per_group >= 60 ? kMedium : per_group >= 16 ? kSmall : kTiny;
-  std::vector<int32_t> ends;
-  int64_t end = 0;
-  for (int64_t g = 0; g < G; ++g) {
-    end += sizes[size_t(rng.uniform(0, int64_t(sizes.size()) - 1))];
-    ends.push_back(int32_t(end));
-  }
-  *M = end + rng.uniform(0, 3);  // sometimes rows past the last end
+  std::vector<int32_t> ends = ends_of_random_sizes(rng, G, sizes);
+  *M = (ends.empty() ? 0 : ends.back()) + rng.uniform(0, 3);  // sometimes rows past the last end
   return ends;
 }
 
@@ -78,6 +73,19 @@ std::vector<uint8_t> cpu_unpad(const std::vector<uint8_t>& padded, DType t, int6
   return out;
 }
 
+// The unpad of the output of pad `p` (P padded rows) back to `rows` rows, into `out`.
+UnpadArgs unpad_of(const PadArgs& p, int64_t P, int64_t rows, void* out) {
+  UnpadArgs u;
+  u.input = {p.out, p.input.dtype, 1, P, p.input.cols, 0, 0};
+  u.groups = p.groups;
+  u.alignment = p.alignment;
+  u.rows = rows;
+  u.out = out;
+  u.backend = p.backend;
+  u.stream = p.stream;
+  return u;
+}
+
 // pad and unpad on the device, each run over two poison patterns, compared with the cpu backend.
 // `offset` bytes shift the input off its allocation's alignment.
 void expect_pad_unpad_match_cpu(const HostTensor& x, const std::vector<int32_t>& ends, int32_t A, size_t offset) {
@@ -85,8 +93,7 @@ void expect_pad_unpad_match_cpu(const HostTensor& x, const std::vector<int32_t>&
                                     << x.rstride() << " G " << ends.size() << " A " << A << " offset " << offset);
   const int64_t G = int64_t(ends.size()), row_bytes = x.cols * dtype_size(x.dtype);
   DeviceTensor in(x, offset);
-  DeviceBuffer d_ends(ends.size() * 4);
-  d_ends.upload(ends.data(), ends.size() * 4);
+  const DeviceBuffer d_ends = device_copy(ends);
   PadArgs p;
   p.input = in.view;
   p.groups = {reinterpret_cast<const int32_t*>(d_ends.get()), G};
@@ -100,17 +107,13 @@ void expect_pad_unpad_match_cpu(const HostTensor& x, const std::vector<int32_t>&
   p.out = out.get();
   p.padded_starts = reinterpret_cast<int32_t*>(starts.get());
   p.padded_ends = reinterpret_cast<int32_t*>(pends.get());
-  PadResult got[2];
-  const uint8_t poison[2] = {kPoisonA, kPoisonB};
-  for (int k = 0; k < 2; ++k) {
-    out.fill(poison[k]);
-    starts.fill(poison[k]);
-    pends.fill(poison[k]);
-    const Status s = pad(p);
-    ASSERT_TRUE(s.ok()) << s.message();
-    MXQ_CUDA_CHECK(cudaDeviceSynchronize());
-    got[k] = {out.download(), starts.download(), pends.download()};
-  }
+  const auto got = run_poisoned_twice(
+      [&](uint8_t pattern) {
+        out.fill(pattern);
+        starts.fill(pattern);
+        pends.fill(pattern);
+      },
+      [&] { return pad(p); }, [&] { return PadResult{out.download(), starts.download(), pends.download()}; });
   EXPECT_TRUE(every_byte_written(got[0].out, got[1].out, "pad out"));
   EXPECT_TRUE(every_byte_written(got[0].starts, got[1].starts, "padded_starts"));
   EXPECT_TRUE(every_byte_written(got[0].ends, got[1].ends, "padded_ends"));
@@ -119,22 +122,10 @@ void expect_pad_unpad_match_cpu(const HostTensor& x, const std::vector<int32_t>&
   EXPECT_TRUE(bytes_equal(want.ends, got[0].ends, "padded_ends"));
 
   // unpad reads the padded tensor (here the device's own pad output) back to M rows.
-  UnpadArgs u;
-  u.input = {out.get(), x.dtype, 1, P, x.cols, 0, 0};
-  u.groups = p.groups;
-  u.alignment = A;
-  u.rows = x.rows;
-  u.backend = Backend::cuda;
   DeviceBuffer back(size_t(x.rows * row_bytes));
-  u.out = back.get();
-  std::vector<uint8_t> unpadded[2];
-  for (int k = 0; k < 2; ++k) {
-    back.fill(poison[k]);
-    const Status s = unpad(u);
-    ASSERT_TRUE(s.ok()) << s.message();
-    MXQ_CUDA_CHECK(cudaDeviceSynchronize());
-    unpadded[k] = back.download();
-  }
+  const UnpadArgs u = unpad_of(p, P, x.rows, back.get());
+  const auto unpadded = run_poisoned_twice([&](uint8_t pattern) { back.fill(pattern); }, [&] { return unpad(u); },
+                                           [&] { return back.download(); });
   EXPECT_TRUE(every_byte_written(unpadded[0], unpadded[1], "unpad out"));
   EXPECT_TRUE(bytes_equal(cpu_unpad(want.out, x.dtype, P, x.cols, ends, A, x.rows), unpadded[0], "unpad out"));
 }
@@ -193,8 +184,7 @@ TEST(PadCuda, BadOffsetsAreClampedLikeCpu) {
 
 Status validate_on(Backend b, const std::vector<int32_t>& ends, int64_t M) {
   if (b == Backend::cpu) return validate_group_ends({ends.data(), int64_t(ends.size())}, M, b);
-  DeviceBuffer d(ends.size() * 4);
-  d.upload(ends.data(), ends.size() * 4);
+  const DeviceBuffer d = device_copy(ends);
   return validate_group_ends({reinterpret_cast<const int32_t*>(d.get()), int64_t(ends.size())}, M, b);
 }
 
@@ -236,38 +226,27 @@ TEST(PadCuda, GraphReplayReadsNewOffsets) {
   const HostTensor x = random_payload(rng, DType::bf16, M, K, 0);
   DeviceTensor in(x);
   DeviceBuffer d_ends(G * 4);
-  cudaStream_t stream;
-  MXQ_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CapturedGraph graph;
   PadArgs p;
   p.input = in.view;
   p.groups = {reinterpret_cast<const int32_t*>(d_ends.get()), G};
   p.alignment = A;
   p.backend = Backend::cuda;
-  p.stream = stream;
+  p.stream = graph.stream();
   int64_t P = 0;
   ASSERT_TRUE(pad_rows(p, &P).ok());
   DeviceBuffer out(size_t(P * K * 2)), starts(G * 4), pends(G * 4), back(size_t(M * K * 2));
   p.out = out.get();
   p.padded_starts = reinterpret_cast<int32_t*>(starts.get());
   p.padded_ends = reinterpret_cast<int32_t*>(pends.get());
-  UnpadArgs u;
-  u.input = {out.get(), DType::bf16, 1, P, K, 0, 0};
-  u.groups = p.groups;
-  u.alignment = A;
-  u.rows = M;
-  u.out = back.get();
-  u.backend = Backend::cuda;
-  u.stream = stream;
+  const UnpadArgs u = unpad_of(p, P, M, back.get());
 
-  cudaGraph_t graph;
-  MXQ_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  MXQ_CUDA_CHECK(graph.begin_capture(cudaStreamCaptureModeGlobal));
   const Status ps = pad(p);
   const Status us = unpad(u);
-  MXQ_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  MXQ_CUDA_CHECK(graph.end_capture());
   ASSERT_TRUE(ps.ok()) << ps.message();
   ASSERT_TRUE(us.ok()) << us.message();
-  cudaGraphExec_t exec;
-  MXQ_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   for (int replay = 0; replay < 4; ++replay) {
     SCOPED_TRACE(::testing::Message() << "replay " << replay);
     std::vector<int32_t> ends = replay == 3 ? kBadEnds[0] : random_group_ends(rng, M, G, 1, replay);
@@ -275,17 +254,13 @@ TEST(PadCuda, GraphReplayReadsNewOffsets) {
     d_ends.upload(ends.data(), ends.size() * 4);
     out.fill(uint8_t(kPoisonA + replay));
     back.fill(kPoisonB);
-    MXQ_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    MXQ_CUDA_CHECK(cudaStreamSynchronize(stream));
+    MXQ_CUDA_CHECK(graph.replay());
     const PadResult want = cpu_pad(x, ends, A, P);
     EXPECT_TRUE(bytes_equal(want.out, out.download(), "pad out"));
     EXPECT_TRUE(bytes_equal(want.starts, starts.download(), "padded_starts"));
     EXPECT_TRUE(bytes_equal(want.ends, pends.download(), "padded_ends"));
     EXPECT_TRUE(bytes_equal(cpu_unpad(want.out, DType::bf16, P, K, ends, A, M), back.download(), "unpad out"));
   }
-  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
-  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
-  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
 // Mean microseconds of `reps` runs of fn on the stream, after one warm-up run.
@@ -337,14 +312,7 @@ TEST(PadCuda, TimingAgainstCopy) {
         p.stream = stream;
         int64_t P = 0;
         ASSERT_TRUE(pad_rows(p, &P).ok());
-        UnpadArgs u;
-        u.input = {padded.get(), DType::bf16, 1, P, K, 0, 0};
-        u.groups = p.groups;
-        u.alignment = A;
-        u.rows = M;
-        u.out = back.get();
-        u.backend = Backend::cuda;
-        u.stream = stream;
+        const UnpadArgs u = unpad_of(p, P, M, back.get());
         const size_t bytes = size_t(M * K * 2);
         const int reps = M * K > (int64_t(1) << 28) ? 5 : 20;
         const double copy = time_us(stream, reps, [&] { cudaMemcpyAsync(back.get(), in.get(), bytes, cudaMemcpyDeviceToDevice, stream); });

@@ -21,13 +21,6 @@ QuantizeArgs make_args(const HostTensor& input, const QuantizeRequest& req) {
   return a;
 }
 
-template <class T>
-std::vector<uint8_t> as_bytes(const std::vector<T>& v) {
-  std::vector<uint8_t> b(v.size() * sizeof(T));
-  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
 QuantizeResult run_once(const HostTensor& input, const QuantizeRequest& req, uint8_t pattern) {
   QuantizeArgs a = make_args(input, req);
   QuantizeResult r;
@@ -63,17 +56,22 @@ QuantizeResult run_once(const HostTensor& input, const QuantizeRequest& req, uin
 
 }  // namespace
 
+void expect_every_byte_written(const QuantizeResult& a, const QuantizeResult& b, const std::string& label_prefix) {
+  const std::string& p = label_prefix;
+  EXPECT_TRUE(every_byte_written(a.row_data, b.row_data, p + "row_data"));
+  EXPECT_TRUE(every_byte_written(a.row_scales, b.row_scales, p + "row_scales"));
+  EXPECT_TRUE(every_byte_written(a.col_data, b.col_data, p + "col_data"));
+  EXPECT_TRUE(every_byte_written(a.col_scales, b.col_scales, p + "col_scales"));
+  EXPECT_TRUE(every_byte_written(as_bytes(a.s_enc), as_bytes(b.s_enc), p + "s_enc"));
+  EXPECT_TRUE(every_byte_written(as_bytes(a.s_dec), as_bytes(b.s_dec), p + "s_dec"));
+  EXPECT_TRUE(every_byte_written(as_bytes(a.padded_starts), as_bytes(b.padded_starts), p + "padded_starts"));
+  EXPECT_TRUE(every_byte_written(as_bytes(a.padded_ends), as_bytes(b.padded_ends), p + "padded_ends"));
+}
+
 QuantizeResult run_quantize(const HostTensor& input, const QuantizeRequest& req) {
   QuantizeResult a = run_once(input, req, kPoisonA);
   const QuantizeResult b = run_once(input, req, kPoisonB);
-  EXPECT_TRUE(every_byte_written(a.row_data, b.row_data, "row_data"));
-  EXPECT_TRUE(every_byte_written(a.row_scales, b.row_scales, "row_scales"));
-  EXPECT_TRUE(every_byte_written(a.col_data, b.col_data, "col_data"));
-  EXPECT_TRUE(every_byte_written(a.col_scales, b.col_scales, "col_scales"));
-  EXPECT_TRUE(every_byte_written(as_bytes(a.s_enc), as_bytes(b.s_enc), "s_enc"));
-  EXPECT_TRUE(every_byte_written(as_bytes(a.s_dec), as_bytes(b.s_dec), "s_dec"));
-  EXPECT_TRUE(every_byte_written(as_bytes(a.padded_starts), as_bytes(b.padded_starts), "padded_starts"));
-  EXPECT_TRUE(every_byte_written(as_bytes(a.padded_ends), as_bytes(b.padded_ends), "padded_ends"));
+  expect_every_byte_written(a, b, "");
   return a;
 }
 

@@ -3,6 +3,7 @@
 // every byte was written.
 #pragma once
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include <mxq/mxq.hpp>
@@ -26,6 +27,10 @@ struct QuantizeResult {
   std::vector<float> s_enc, s_dec;
   std::vector<int32_t> padded_starts, padded_ends;
 };
+
+// EXPECTs that every output byte of a quantize call was written: `a` and `b` are the outputs of
+// two runs over buffers poisoned with kPoisonA and kPoisonB. Failures name the output after `label_prefix`.
+void expect_every_byte_written(const QuantizeResult& a, const QuantizeResult& b, const std::string& label_prefix);
 
 // EXPECTs success and that every output byte was written.
 QuantizeResult run_quantize(const HostTensor& input, const QuantizeRequest& req);

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cstdint>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
@@ -78,6 +79,13 @@ constexpr uint8_t kPoisonA = 0xA5;
 constexpr uint8_t kPoisonB = 0x5A;
 inline std::vector<uint8_t> poisoned(size_t bytes, uint8_t pattern) {
   return std::vector<uint8_t>(bytes, pattern);
+}
+// The bytes of a vector of trivially copyable values (float scales, int32 offsets), for the byte checks below.
+template <class T>
+std::vector<uint8_t> as_bytes(const std::vector<T>& v) {
+  std::vector<uint8_t> b(v.size() * sizeof(T));
+  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
+  return b;
 }
 // Passes when a and b are equal; otherwise names the first unwritten byte and their count.
 ::testing::AssertionResult every_byte_written(const std::vector<uint8_t>& a,
