@@ -5,8 +5,8 @@
 
 namespace mxq {
 
-// Keep in step with project(mxq VERSION ...) in CMakeLists.txt.
-const char* version() { return "0.1.0"; }
+// MXQ_VERSION comes from project(mxq VERSION ...) in CMakeLists.txt.
+const char* version() { return MXQ_VERSION; }
 
 bool cuda_available() {
 #ifdef MXQ_WITH_CUDA
