@@ -2,7 +2,9 @@
 // rowwise and/or colwise codes and scales of that tile.
 //
 // Rowwise alone works from registers: all of a thread's 16-byte loads are in flight before the
-// first use, and a block is a few adjacent lanes (amax by shuffles).
+// first use. A rowwise block is L adjacent lanes (L = lanes_per_block); L passes are handled
+// together so that each block's scale is computed once, by one of its lanes, not by all L lanes
+// in every pass (the kernel is bound by instruction issue in "both").
 // Colwise and both stage the raw tile in shared memory with cp.async, global to shared without a
 // register round trip: few registers per thread, so several CTAs per SM keep loads in flight. A
 // colwise thread owns two adjacent columns of one block along M: each shared-memory read brings
@@ -23,7 +25,6 @@ struct Problem {
   const void* in = nullptr;
   int64_t batch = 1, M = 0, K = 0;
   int64_t row_stride = 0, batch_stride = 0;  // elements
-  ScaleRule rule = ScaleRule::rceil;
   bool blocked = true;
   uint8_t* row_data = nullptr;
   uint8_t* row_scales = nullptr;
@@ -59,14 +60,24 @@ __device__ __forceinline__ TileCoord tile_coord(const Problem& p, int64_t tile) 
   return c;
 }
 
-template <class Fmt>
+// The rule is a template argument of the kernel: a runtime rule would compile both rules' code
+// and a branch into every scale computation.
+template <class Fmt, ScaleRule kRule>
 __device__ __forceinline__ BlockScaler<Fmt> batch_scaler(const Problem& p, int64_t b) {
-  BlockScaler<Fmt> scaler{p.rule, 1.0f, 1.0f};
+  BlockScaler<Fmt> scaler{kRule, 1.0f, 1.0f};
   if constexpr (Fmt::nv) {
     scaler.s_enc = p.s_enc[b];
     scaler.s_dec = p.s_dec[b];
   }
   return scaler;
+}
+
+// Offset of scale (row, col) in a tile's staged blocked scale tiles (0 <= row < 128, 0 <= col <
+// 4 * T::scale_tiles): num::blocked_offset told that its operands are small and non-negative, so
+// that it compiles to a few 32-bit shifts and masks instead of 64-bit signed divisions.
+__device__ __forceinline__ int staged_scale_offset(int row, int col) {
+  __builtin_assume(row >= 0 && row < kTileRows && col >= 0 && col < 8);
+  return static_cast<int>(num::blocked_offset(static_cast<uint32_t>(row), static_cast<uint32_t>(col), 1));
 }
 
 template <int NB>
@@ -181,58 +192,6 @@ __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c,
   }
 }
 
-// Rowwise codes of one 16-byte chunk (tile row `row`, chunk `chunk`) to dst; its block's scale
-// goes to the staged scale tile. Every lane of the warp calls it (amax by shuffles).
-template <class In, class Fmt>
-__device__ __forceinline__ void quantize_row_chunk(const Problem& p, const TileCoord& c, const BlockScaler<Fmt>& scaler,
-                                                   const uint4& raw, int row, int chunk, uint8_t* dst,
-                                                   uint8_t* row_scale_tile) {
-  using T = TileTraits<In, Fmt>;
-  using Raw = typename T::Raw;
-  const int64_t m = c.m0 + row;
-  Raw v[T::vec];
-  memcpy(v, &raw, sizeof(v));
-  float x[T::vec];
-  uint32_t amax = 0;
-#pragma unroll
-  for (int j = 0; j < T::vec; ++j) x[j] = In::to_float(v[j]);
-  if constexpr (sizeof(Raw) == 2) {
-    const uint32_t mag = max_magnitudes_16x2(max_magnitudes_16x2(raw.x & 0x7FFF7FFFu, raw.y), raw.z);
-    const uint32_t both = max_magnitudes_16x2(mag, raw.w);
-    amax = num::abs_bits(In::to_float(static_cast<Raw>(max(both & 0xFFFFu, both >> 16))));
-  } else {
-#pragma unroll
-    for (int j = 0; j < T::vec; ++j) amax = max(amax, num::abs_bits(x[j]));
-  }
-#pragma unroll
-  for (int off = 1; off < T::lanes_per_block; off <<= 1) {
-    amax = max(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
-  }
-  const uint8_t sb = scaler.scale(amax);
-  const bool poisoned = num::is_nonfinite_abs_bits(amax);
-  const uint64_t codes = encode_codes<Fmt, T::vec>(x, scaler.multiplier(sb, poisoned), poisoned);
-  if (c.full && p.vec_row_out) {
-    store_vec<T::row_bytes_per_chunk>(dst, codes);
-  } else if (m < p.M) {
-    const int64_t k = c.k0 + chunk * T::vec;
-    for (int64_t j = 0; j < T::row_bytes_per_chunk && j < code_bytes<T>(p.K - k); ++j) {
-      dst[j] = static_cast<uint8_t>(codes >> (8 * j));
-    }
-  }
-  if (chunk % T::lanes_per_block == 0) {
-    const int kb_local = chunk / T::lanes_per_block;
-    const int64_t kb = c.k0 / T::block + kb_local;
-    row_scale_tile[num::blocked_offset(row, kb_local, 1)] = m < p.M && kb < p.row_scale_cols ? sb : 0;
-  }
-}
-
-// This thread's rowwise output pointer of tile row row0 (the rows of its later passes follow at
-// T::rows_per_pass rows each).
-template <class T>
-__device__ __forceinline__ uint8_t* row_out_base(const Problem& p, const TileCoord& c, int row0, int chunk) {
-  return p.row_data + c.b * code_bytes<T>(p.M * p.K) + code_bytes<T>((c.m0 + row0) * p.K + c.k0 + chunk * T::vec);
-}
-
 // Two adjacent raw elements: one shared-memory access.
 template <class Raw>
 struct PairOf;
@@ -245,12 +204,166 @@ struct PairOf<float> {
   using type = float2;
 };
 
-// Element h (0: lower address) of a pair.
+// Element h (0: lower address) of a pair. Two 16-bit inputs are cut out of their word by a shift
+// (a copy into a 16-bit array made the compiler widen bf16 high halves with two instructions, not
+// one AND).
 template <class Raw, class Pair>
 __device__ __forceinline__ Raw pair_half(const Pair& w, int h) {
-  Raw v[2];
-  memcpy(v, &w, sizeof(w));
-  return v[h];
+  if constexpr (sizeof(Pair) == 4) {
+    return static_cast<Raw>(h == 0 ? w & 0xFFFFu : w >> 16);
+  } else {
+    Raw v[2];
+    memcpy(v, &w, sizeof(w));
+    return v[h];
+  }
+}
+
+// The inputs of one 16-byte chunk widened to fp32, as pairs (low address first).
+template <class In, int N>
+__device__ __forceinline__ void chunk_to_float(const uint4& raw, float (&x)[N]) {
+  using Raw = typename In::Raw;
+  using Pair = typename PairOf<Raw>::type;
+  static_assert(N * sizeof(Raw) == sizeof(raw), "one chunk");
+  Pair pairs[N / 2];
+  memcpy(pairs, &raw, sizeof(raw));
+#pragma unroll
+  for (int j = 0; j < N / 2; ++j) {
+    x[2 * j] = In::to_float(pair_half<Raw>(pairs[j], 0));
+    x[2 * j + 1] = In::to_float(pair_half<Raw>(pairs[j], 1));
+  }
+}
+
+// Partial amax of one 16-byte chunk. 16-bit inputs: the largest magnitude bits of each half
+// (max_magnitudes_16x2, packed); fp32: the largest abs_bits. Partials of one block combine with
+// combine_amax and end as the numerics core's amax bits through finish_amax.
+template <class In>
+__device__ __forceinline__ uint32_t chunk_amax(const uint4& raw) {
+  using Raw = typename In::Raw;
+  if constexpr (sizeof(Raw) == 2) {
+    return max_magnitudes_16x2(max_magnitudes_16x2(max_magnitudes_16x2(raw.x & 0x7FFF7FFFu, raw.y), raw.z), raw.w);
+  } else {
+    constexpr int kVec = sizeof(raw) / sizeof(Raw);
+    Raw v[kVec];
+    memcpy(v, &raw, sizeof(v));
+    uint32_t amax = 0;
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) amax = max(amax, num::abs_bits(In::to_float(v[j])));
+    return amax;
+  }
+}
+template <class In>
+__device__ __forceinline__ uint32_t combine_amax(uint32_t a, uint32_t b) {
+  if constexpr (sizeof(typename In::Raw) == 2) {
+    return __vmaxu2(a, b);  // both already magnitudes
+  } else {
+    return max(a, b);
+  }
+}
+template <class In>
+__device__ __forceinline__ uint32_t finish_amax(uint32_t partial) {
+  using Raw = typename In::Raw;
+  if constexpr (sizeof(Raw) == 2) {
+    return num::abs_bits(In::to_float(static_cast<Raw>(max(partial & 0xFFFFu, partial >> 16))));
+  } else {
+    return partial;
+  }
+}
+
+// The L lanes of a rowwise block (L consecutive lanes) each hold their chunk's partial amax of L
+// passes; afterwards lane l holds its block's partial amax of pass l % L: a reduce-scatter,
+// log2(L) rounds of halving, so each block's scale is then computed once, by one lane, instead of
+// by every lane of the block in every pass.
+template <class In, int L>
+__device__ __forceinline__ uint32_t reduce_scatter_amax(uint32_t (&part)[L], int lane) {
+#pragma unroll
+  for (int s = L / 2; s >= 1; s /= 2) {
+    const bool upper = (lane & s) != 0;  // keeps passes with this bit set, gives the others away
+#pragma unroll
+    for (int j = 0; j < s; ++j) {
+      const uint32_t keep = upper ? part[j + s] : part[j];
+      const uint32_t give = upper ? part[j] : part[j + s];
+      part[j] = combine_amax<In>(keep, __shfl_xor_sync(0xFFFFFFFFu, give, s));
+    }
+  }
+  return part[0];
+}
+
+// Where a thread's rowwise codes go: pass i at base + i * pass_bytes, written whole when `vec`,
+// else only for i * rows_per_pass < rows_left and only the first `bytes` bytes (edge tiles).
+struct RowOut {
+  uint8_t* base;
+  int64_t pass_bytes;
+  bool vec;
+  int rows_left, bytes;
+};
+
+// Rowwise codes of passes first .. first + L - 1 (L = lanes per block) of this thread's chunk;
+// chunk_at(i) gives the raw 16 bytes of pass i (tile row row0 + i * T::rows_per_pass). Every lane
+// of the warp calls it. Lane l computes
+// the scale of its block in pass first + l % L, stores its byte in the staged scale tile and
+// hands the multiplier to the block's lanes by a shuffle per pass (poison flags by one ballot).
+template <class In, class Fmt, class ChunkAt>
+__device__ __forceinline__ void quantize_row_passes(const Problem& p, const TileCoord& c, const BlockScaler<Fmt>& scaler,
+                                                    ChunkAt chunk_at, int first, int row0, int chunk,
+                                                    const RowOut& out, uint8_t* row_scale_tile) {
+  using T = TileTraits<In, Fmt>;
+  constexpr int L = T::lanes_per_block;
+  const int lane = static_cast<int>(threadIdx.x) % 32;
+  uint32_t part[L];
+#pragma unroll
+  for (int q = 0; q < L; ++q) part[q] = chunk_amax<In>(chunk_at(first + q));
+  const uint32_t amax = finish_amax<In>(reduce_scatter_amax<In, L>(part, lane));
+  const uint8_t sb = scaler.scale(amax);
+  {
+    const int row = row0 + (first + chunk % L) * T::rows_per_pass;
+    const int kb_local = chunk / L;
+    const bool real = c.full || (c.m0 + row < p.M && c.k0 / T::block + kb_local < p.row_scale_cols);
+    row_scale_tile[staged_scale_offset(row, kb_local)] = real ? sb : 0;
+  }
+  const bool poisoned = num::is_nonfinite_abs_bits(amax);
+  const float mult = scaler.multiplier(sb, poisoned);
+  // Bit q: the block of this lane's chunk is poisoned in pass first + q.
+  const uint32_t poisoned_passes = __ballot_sync(0xFFFFFFFFu, poisoned) >> (lane & ~(L - 1));
+#pragma unroll
+  for (int q = 0; q < L; ++q) {
+    const int i = first + q;
+    float x[T::vec];
+    chunk_to_float<In>(chunk_at(i), x);
+    const float block_mult = __shfl_sync(0xFFFFFFFFu, mult, q, L);
+    const uint64_t codes = encode_codes<Fmt, T::vec>(x, block_mult, ((poisoned_passes >> q) & 1u) != 0);
+    uint8_t* dst = out.base + i * out.pass_bytes;
+    if (out.vec) {
+      store_vec<T::row_bytes_per_chunk>(dst, codes);
+    } else if (i * T::rows_per_pass < out.rows_left) {
+      for (int j = 0; j < out.bytes; ++j) dst[j] = static_cast<uint8_t>(codes >> (8 * j));
+    }
+  }
+}
+
+// All rowwise passes of this thread's chunk, L at a time.
+template <class In, class Fmt, class ChunkAt>
+__device__ __forceinline__ void quantize_rows(const Problem& p, const TileCoord& c, const BlockScaler<Fmt>& scaler,
+                                              ChunkAt chunk_at, int row0, int chunk, uint8_t* row_out,
+                                              uint8_t* row_scale_tile) {
+  using T = TileTraits<In, Fmt>;
+  static_assert(T::passes % T::lanes_per_block == 0, "passes come in groups of lanes_per_block");
+  RowOut out;
+  out.base = row_out;
+  out.pass_bytes = code_bytes<T>(T::rows_per_pass * p.K);
+  out.vec = c.full && p.vec_row_out;
+  out.rows_left = static_cast<int>(min(p.M - c.m0 - row0, int64_t{kTileRows}));
+  out.bytes = static_cast<int>(min(code_bytes<T>(p.K - c.k0 - chunk * T::vec), int64_t{T::row_bytes_per_chunk}));
+#pragma unroll
+  for (int first = 0; first < T::passes; first += T::lanes_per_block) {
+    quantize_row_passes<In, Fmt>(p, c, scaler, chunk_at, first, row0, chunk, out, row_scale_tile);
+  }
+}
+
+// This thread's rowwise output pointer of tile row row0 (the rows of its later passes follow at
+// T::rows_per_pass rows each).
+template <class T>
+__device__ __forceinline__ uint8_t* row_out_base(const Problem& p, const TileCoord& c, int row0, int chunk) {
+  return p.row_data + c.b * code_bytes<T>(p.M * p.K) + code_bytes<T>((c.m0 + row0) * p.K + c.k0 + chunk * T::vec);
 }
 
 // Byte offset of byte `byte` of row `row` in the staged colwise output tile (ColOut rows of
@@ -310,7 +423,7 @@ __device__ __forceinline__ void quantize_col_pairs(const Problem& p, const TileC
       poisoned[h] = num::is_nonfinite_abs_bits(amax[h]);
       mult[h] = scaler.multiplier(sb[h], poisoned[h]);
       const int kl = 2 * pair + h;
-      col_scale_tile[num::blocked_offset(kl, mb_local, 1)] = c.k0 + kl < p.K && mb < p.col_scale_cols ? sb[h] : 0;
+      col_scale_tile[staged_scale_offset(kl, mb_local)] = c.k0 + kl < p.K && mb < p.col_scale_cols ? sb[h] : 0;
     }
 #pragma unroll
     for (int q = 0; q < T::block_words; q += kWordsPerStore) {
@@ -342,19 +455,24 @@ __device__ __forceinline__ void quantize_col_pairs(const Problem& p, const TileC
 }
 
 // Writes the staged colwise output tile: rows k0.. of the transposed output, 16 bytes per thread
-// and store, consecutive lanes along a row (whole 128-byte lines per 8 lanes for fp8).
+// and store, consecutive lanes along a row (whole 128-byte lines per 8 lanes for fp8). A thread
+// keeps one 16-byte column of the rows and steps down kRowsPerStep rows at a time (a constant
+// trip count: the loop unrolls, the destination moves by one add per step).
 template <class T>
 __device__ __forceinline__ void store_col_tile(const Problem& p, const TileCoord& c, const uint8_t* out_tile, int tid) {
   constexpr int kChunks = T::col_out_row_bytes / 16;
+  constexpr int kRowsPerStep = kThreads / kChunks;
+  static_assert(kThreads % kChunks == 0 && kTileCols % kRowsPerStep == 0, "whole rows per step");
   const int64_t out_row = code_bytes<T>(p.M);
-  uint8_t* base = p.col_data + (c.b * p.K + c.k0) * out_row + code_bytes<T>(c.m0);
+  const int row0 = tid / kChunks, chunk = tid % kChunks;
+  uint8_t* dst = p.col_data + (c.b * p.K + c.k0 + row0) * out_row + code_bytes<T>(c.m0) + chunk * 16;
+  const int64_t step_bytes = kRowsPerStep * out_row;
   const bool vec = c.full && p.vec_col_out;
   const int64_t row_bytes = code_bytes<T>(p.M - c.m0);  // real bytes of a row (no more than the tile's)
 #pragma unroll
-  for (int i = tid; i < kTileCols * kChunks; i += kThreads) {
-    const int row = i / kChunks, chunk = i % kChunks;
+  for (int step = 0; step < kTileCols / kRowsPerStep; ++step, dst += step_bytes) {
+    const int row = row0 + step * kRowsPerStep;
     const uint4 v = *reinterpret_cast<const uint4*>(out_tile + col_out_offset<T>(row, chunk * 16));
-    uint8_t* dst = base + row * out_row + chunk * 16;
     if (vec) {
       *reinterpret_cast<uint4*>(dst) = v;
     } else if (c.k0 + row < p.K) {
@@ -401,7 +519,7 @@ __device__ __forceinline__ void store_tile_scales(const Problem& p, const TileCo
   }
 }
 
-template <class In, class Fmt, bool ROW, bool COL>
+template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
 __global__ void __launch_bounds__(kThreads, (TileTraits<In, Fmt>::min_ctas_per_sm))
 quantize_tile_kernel(const Problem p) {
   using T = TileTraits<In, Fmt>;
@@ -410,7 +528,7 @@ quantize_tile_kernel(const Problem p) {
   __shared__ alignas(16) uint8_t col_scale_tile[kScaleTileBytes * T::scale_tiles];
 
   const TileCoord c = tile_coord(p, blockIdx.x);
-  const BlockScaler<Fmt> scaler = batch_scaler<Fmt>(p, c.b);
+  const BlockScaler<Fmt> scaler = batch_scaler<Fmt, kRule>(p, c.b);
   const int tid = threadIdx.x;
   const int chunk = tid % T::chunks_per_row;
   const int row0 = tid / T::chunks_per_row;
@@ -419,14 +537,11 @@ quantize_tile_kernel(const Problem p) {
     stage_tile<T>(p, c, chunk, row0, staged_tile);
     __syncthreads();
     if constexpr (ROW) {
-      uint8_t* row_out = row_out_base<T>(p, c, row0, chunk);
-      const int64_t pass_bytes = code_bytes<T>(T::rows_per_pass * p.K);
-#pragma unroll
-      for (int i = 0; i < T::passes; ++i) {
-        const int row = row0 + i * T::rows_per_pass;
-        quantize_row_chunk<In, Fmt>(p, c, scaler, staged_tile[row * T::chunks_per_row + chunk], row, chunk,
-                                    row_out + i * pass_bytes, row_scale_tile);
-      }
+      const auto staged_chunk = [&](int i) {
+        return staged_tile[(row0 + i * T::rows_per_pass) * T::chunks_per_row + chunk];
+      };
+      quantize_rows<In, Fmt>(p, c, scaler, staged_chunk, row0, chunk, row_out_base<T>(p, c, row0, chunk),
+                             row_scale_tile);
     }
     uint8_t* out_tile = reinterpret_cast<uint8_t*>(staged_tile) + T::staged_tile_bytes;
     quantize_col_pairs<In, Fmt>(p, c, scaler, staged_tile, tid, out_tile, col_scale_tile);
@@ -435,13 +550,8 @@ quantize_tile_kernel(const Problem p) {
   } else {
     uint4 regs[T::passes];
     load_tile_regs<T>(p, c, chunk, row0, regs);
-    uint8_t* row_out = row_out_base<T>(p, c, row0, chunk);
-    const int64_t pass_bytes = code_bytes<T>(T::rows_per_pass * p.K);
-#pragma unroll
-    for (int i = 0; i < T::passes; ++i) {
-      quantize_row_chunk<In, Fmt>(p, c, scaler, regs[i], row0 + i * T::rows_per_pass, chunk, row_out + i * pass_bytes,
-                                  row_scale_tile);
-    }
+    const auto reg_chunk = [&](int i) { return regs[i]; };
+    quantize_rows<In, Fmt>(p, c, scaler, reg_chunk, row0, chunk, row_out_base<T>(p, c, row0, chunk), row_scale_tile);
     __syncthreads();
   }
   store_tile_scales<T, ROW, COL>(p, c, row_scale_tile, col_scale_tile, tid);

@@ -21,7 +21,6 @@ quant::Problem make_problem(const QuantizeArgs& a, int block) {
   p.K = t.cols;
   p.row_stride = t.rstride();
   p.batch_stride = t.bstride();
-  p.rule = a.params.rule;
   p.blocked = a.params.layout == ScaleLayout::blocked;
   p.row_data = static_cast<uint8_t*>(a.out.row_data);
   p.row_scales = a.out.row_scales;
@@ -47,9 +46,9 @@ quant::Problem make_problem(const QuantizeArgs& a, int block) {
   return p;
 }
 
-template <class In, class Fmt, bool ROW, bool COL>
+template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
 Status launch(const quant::Problem& p, int64_t tiles, cudaStream_t stream) {
-  auto kernel = quant::quantize_tile_kernel<In, Fmt, ROW, COL>;
+  auto kernel = quant::quantize_tile_kernel<In, Fmt, ROW, COL, kRule>;
   using T = quant::TileTraits<In, Fmt>;
   const size_t smem = COL ? static_cast<size_t>(T::staged_tile_bytes + T::col_out_tile_bytes) : 0;
   if (smem > 0) {  // with the static scale tiles it may pass the 48 KB default
@@ -61,12 +60,23 @@ Status launch(const quant::Problem& p, int64_t tiles, cudaStream_t stream) {
   return launch_status("quantize");
 }
 
+// The MX scale rule as a template argument; nvfp4 scales have no rule (one kernel).
+template <class In, class Fmt, bool ROW, bool COL>
+Status launch_rule(ScaleRule rule, const quant::Problem& p, int64_t tiles, cudaStream_t stream) {
+  if constexpr (Fmt::nv) {
+    return launch<In, Fmt, ROW, COL, ScaleRule::rceil>(p, tiles, stream);
+  } else {
+    return rule == ScaleRule::floor ? launch<In, Fmt, ROW, COL, ScaleRule::floor>(p, tiles, stream)
+                                    : launch<In, Fmt, ROW, COL, ScaleRule::rceil>(p, tiles, stream);
+  }
+}
+
 template <class In, class Fmt>
-Status launch_directions(Direction d, const quant::Problem& p, int64_t tiles, cudaStream_t stream) {
+Status launch_directions(Direction d, ScaleRule rule, const quant::Problem& p, int64_t tiles, cudaStream_t stream) {
   switch (d) {
-    case Direction::rowwise: return launch<In, Fmt, true, false>(p, tiles, stream);
-    case Direction::colwise: return launch<In, Fmt, false, true>(p, tiles, stream);
-    default: return launch<In, Fmt, true, true>(p, tiles, stream);
+    case Direction::rowwise: return launch_rule<In, Fmt, true, false>(rule, p, tiles, stream);
+    case Direction::colwise: return launch_rule<In, Fmt, false, true>(rule, p, tiles, stream);
+    default: return launch_rule<In, Fmt, true, true>(rule, p, tiles, stream);
   }
 }
 
@@ -87,7 +97,7 @@ Status quantize(const QuantizeArgs& args, const QuantizeSizes& sizes) {
   return dispatch_input(args.input.dtype, [&](auto in) {
     using In = decltype(in);
     return num::dispatch_format(f, [&](auto fmt) {
-      return launch_directions<In, decltype(fmt)>(args.params.direction, p, tiles, stream);
+      return launch_directions<In, decltype(fmt)>(args.params.direction, args.params.rule, p, tiles, stream);
     });
   });
 }

@@ -47,6 +47,25 @@ struct TileTraits {
                 "whole 512-byte blocked scale tiles per direction and whole code words per block");
 };
 
+// num::e8m0_reciprocal of every scale byte a finite block can have (0..254), without its branches:
+// 2^(254 - b) has the exponent field 254 - b, except 2^-127 (b = 254), the subnormal 0x00400000,
+// which the max supplies (every normal pattern is larger). Three integer instructions instead of
+// a predicated block. The poison byte 255 gives -Inf here: a poisoned block's multiplier is never
+// used (BlockScaler::multiplier returns 0 for it and its codes are selected NaN).
+__host__ __device__ constexpr float e8m0_reciprocal_finite(uint8_t b) {
+  const uint32_t normal = (254u - b) << 23;
+  return num::u2f(normal > 0x00400000u ? normal : 0x00400000u);
+}
+
+constexpr bool e8m0_reciprocal_finite_matches_core() {
+  for (int b = 0; b <= 254; ++b) {
+    const uint8_t byte = static_cast<uint8_t>(b);
+    if (num::f2u(e8m0_reciprocal_finite(byte)) != num::f2u(num::e8m0_reciprocal(byte))) return false;
+  }
+  return true;
+}
+static_assert(e8m0_reciprocal_finite_matches_core(), "bit-identical to num::e8m0_reciprocal for bytes 0..254");
+
 // The scale rule of one batch: MX blocks use `rule`; nvfp4 blocks use the batch's tensor scales.
 template <class Fmt>
 struct BlockScaler {
@@ -55,9 +74,15 @@ struct BlockScaler {
   __device__ __forceinline__ uint8_t scale(uint32_t amax_bits) const {
     return num::block_scale<Fmt>(amax_bits, rule, s_enc);
   }
-  // Element multiplier of a block; unused (0) for a poisoned block, whose codes are all NaN.
+  // Element multiplier of a block; unused (0) for a poisoned block, whose codes are all NaN. A
+  // finite MX block's byte is at most 254 (both rules clamp), where e8m0_reciprocal_finite is
+  // num::element_multiplier.
   __device__ __forceinline__ float multiplier(uint8_t sb, bool poisoned) const {
-    return poisoned ? 0.0f : num::element_multiplier<Fmt>(sb, s_dec);
+    if constexpr (Fmt::nv) {
+      return poisoned ? 0.0f : num::element_multiplier<Fmt>(sb, s_dec);
+    } else {
+      return poisoned ? 0.0f : e8m0_reciprocal_finite(sb);
+    }
   }
 };
 
