@@ -39,26 +39,12 @@ std::string describe(const HostTensor& x, const QuantizeRequest& r) {
   return s;
 }
 
-template <class T>
-std::vector<uint8_t> raw(const std::vector<T>& v) {
-  std::vector<uint8_t> b(v.size() * sizeof(T));
-  if (!b.empty()) std::memcpy(b.data(), v.data(), b.size());
-  return b;
-}
-
 // Runs the op and the reference and compares every output byte for byte.
 void expect_matches_reference(const HostTensor& x, const QuantizeRequest& req) {
   SCOPED_TRACE(describe(x, req));
   const QuantizeResult got = run_quantize(x, req);
   const QuantizeResult want = reference_quantize(x, req, got.sizes);
-  EXPECT_TRUE(bytes_equal(want.row_data, got.row_data, "row_data"));
-  EXPECT_TRUE(bytes_equal(want.row_scales, got.row_scales, "row_scales"));
-  EXPECT_TRUE(bytes_equal(want.col_data, got.col_data, "col_data"));
-  EXPECT_TRUE(bytes_equal(want.col_scales, got.col_scales, "col_scales"));
-  EXPECT_TRUE(bytes_equal(raw(want.s_enc), raw(got.s_enc), "s_enc"));
-  EXPECT_TRUE(bytes_equal(raw(want.s_dec), raw(got.s_dec), "s_dec"));
-  EXPECT_EQ(want.padded_starts, got.padded_starts);
-  EXPECT_EQ(want.padded_ends, got.padded_ends);
+  expect_outputs_equal(want, got, Direction::both);
 }
 
 QuantizeRequest request(Format f, Direction d, ScaleLayout l, ScaleRule rule = ScaleRule::rceil) {
@@ -199,13 +185,8 @@ TEST(QuantizeCpu, BothEqualsSingleDirections) {
         const QuantizeResult row = run_quantize(x, r);
         r.params.direction = Direction::colwise;
         const QuantizeResult col = run_quantize(x, r);
-        EXPECT_TRUE(bytes_equal(row.row_data, both.row_data, "row_data"));
-        EXPECT_TRUE(bytes_equal(row.row_scales, both.row_scales, "row_scales"));
-        EXPECT_TRUE(bytes_equal(col.col_data, both.col_data, "col_data"));
-        EXPECT_TRUE(bytes_equal(col.col_scales, both.col_scales, "col_scales"));
-        EXPECT_TRUE(bytes_equal(raw(row.s_enc), raw(both.s_enc), "s_enc"));
-        EXPECT_TRUE(bytes_equal(raw(col.s_dec), raw(both.s_dec), "s_dec"));
-        EXPECT_EQ(row.padded_ends, both.padded_ends);
+        expect_outputs_equal(row, both, Direction::rowwise);
+        expect_outputs_equal(col, both, Direction::colwise);
       }
 }
 
@@ -229,7 +210,7 @@ TEST(QuantizeCpu, ColwiseEqualsRowwiseOfTranspose) {
         SCOPED_TRACE(describe(x, request(f, Direction::colwise, l)));
         EXPECT_TRUE(bytes_equal(row_t.row_data, col.col_data, "data"));
         EXPECT_TRUE(bytes_equal(row_t.row_scales, col.col_scales, "scales"));
-        EXPECT_TRUE(bytes_equal(raw(row_t.s_enc), raw(col.s_enc), "s_enc"));
+        EXPECT_TRUE(bytes_equal(as_bytes(row_t.s_enc), as_bytes(col.s_enc), "s_enc"));
       }
 }
 

@@ -214,23 +214,6 @@ inline QuantizeResult run_cuda_quantize(const HostTensor& h, const QuantizeParam
   return quantize_poisoned_twice(a, out, s);
 }
 
-// EXPECTs the outputs of direction `d` byte for byte equal, and the tensor scales and padded
-// offsets (empty on both sides where the call has none).
-inline void expect_outputs_equal(const QuantizeResult& cpu, const QuantizeResult& gpu, Direction d) {
-  if (has_rowwise(d)) {
-    EXPECT_TRUE(bytes_equal(cpu.row_data, gpu.row_data, "row_data"));
-    EXPECT_TRUE(bytes_equal(cpu.row_scales, gpu.row_scales, "row_scales"));
-  }
-  if (has_colwise(d)) {
-    EXPECT_TRUE(bytes_equal(cpu.col_data, gpu.col_data, "col_data"));
-    EXPECT_TRUE(bytes_equal(cpu.col_scales, gpu.col_scales, "col_scales"));
-  }
-  EXPECT_TRUE(bytes_equal(as_bytes(cpu.s_enc), as_bytes(gpu.s_enc), "s_enc"));
-  EXPECT_TRUE(bytes_equal(as_bytes(cpu.s_dec), as_bytes(gpu.s_dec), "s_dec"));
-  EXPECT_TRUE(bytes_equal(as_bytes(cpu.padded_starts), as_bytes(gpu.padded_starts), "padded_starts"));
-  EXPECT_TRUE(bytes_equal(as_bytes(cpu.padded_ends), as_bytes(gpu.padded_ends), "padded_ends"));
-}
-
 // A stream, and the graph of the work captured on it. Each step returns the first CUDA error, for
 // MXQ_CUDA_CHECK at the call site; the destructor EXPECTs a clean teardown.
 class CapturedGraph {

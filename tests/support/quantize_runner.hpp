@@ -41,4 +41,21 @@ std::vector<float> run_dequantize(const QuantizeRequest& req, Direction dir, int
                                   int64_t rows, int64_t cols, const QuantizeResult& q,
                                   DType out_dtype = DType::fp32);
 
+// EXPECTs the outputs of direction `d` byte for byte equal, and the tensor scales and padded
+// offsets (empty on both sides where the call has none).
+inline void expect_outputs_equal(const QuantizeResult& want, const QuantizeResult& got, Direction d) {
+  if (has_rowwise(d)) {
+    EXPECT_TRUE(bytes_equal(want.row_data, got.row_data, "row_data"));
+    EXPECT_TRUE(bytes_equal(want.row_scales, got.row_scales, "row_scales"));
+  }
+  if (has_colwise(d)) {
+    EXPECT_TRUE(bytes_equal(want.col_data, got.col_data, "col_data"));
+    EXPECT_TRUE(bytes_equal(want.col_scales, got.col_scales, "col_scales"));
+  }
+  EXPECT_TRUE(bytes_equal(as_bytes(want.s_enc), as_bytes(got.s_enc), "s_enc"));
+  EXPECT_TRUE(bytes_equal(as_bytes(want.s_dec), as_bytes(got.s_dec), "s_dec"));
+  EXPECT_TRUE(bytes_equal(as_bytes(want.padded_starts), as_bytes(got.padded_starts), "padded_starts"));
+  EXPECT_TRUE(bytes_equal(as_bytes(want.padded_ends), as_bytes(got.padded_ends), "padded_ends"));
+}
+
 }  // namespace mxq::test
