@@ -1,5 +1,5 @@
-// Grid shapes of the token-group and scale-layout kernels: one wave of resident CTAs, each owning
-// a contiguous range of work, so that each CTA walks the groups once.
+// Grid shapes of the token-group and scale-layout kernels: each CTA owns a contiguous range of
+// work and walks the groups once, so the number of CTAs bounds how often the groups are walked.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -12,17 +12,20 @@ struct RangeGrid {
   int64_t per_cta = 0;  // work items of each CTA (the last one may have fewer)
 };
 
-// Splits `items` work items over at most one wave of `kernel` CTAs, at least `min_per_cta` items
-// each; at least one CTA even for zero items (kernels that also write per-group outputs need it).
-inline cudaError_t range_grid(const void* kernel, int threads, int64_t items, int64_t min_per_cta, RangeGrid* g) {
+// Splits `items` work items over CTAs of `kernel` of about `min_per_cta` items each (evened out),
+// but at most `max_waves` waves of resident CTAs (then each CTA gets more); at least one CTA even
+// for zero items (kernels that also write per-group outputs need it). Several waves let the
+// hardware hand the work of slow SMs to fast ones; one wave walks the groups the fewest times.
+inline cudaError_t range_grid(const void* kernel, int threads, int64_t items, int64_t min_per_cta, RangeGrid* g,
+                              int64_t max_waves = 1) {
   int device = 0, sms = 0, per_sm = 0;
   cudaError_t e = cudaGetDevice(&device);
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0);
   if (e != cudaSuccess) return e;
-  const int64_t wave = int64_t(sms) * (per_sm > 0 ? per_sm : 1);
+  const int64_t most = int64_t(sms) * (per_sm > 0 ? per_sm : 1) * (max_waves > 0 ? max_waves : 1);
   int64_t ctas = (items + min_per_cta - 1) / min_per_cta;
-  ctas = ctas < 1 ? 1 : (ctas > wave ? wave : ctas);
+  ctas = ctas < 1 ? 1 : (ctas > most ? most : ctas);
   g->per_cta = items > 0 ? (items + ctas - 1) / ctas : 0;
   g->ctas = static_cast<int>(g->per_cta > 0 ? (items + g->per_cta - 1) / g->per_cta : 1);
   return cudaSuccess;

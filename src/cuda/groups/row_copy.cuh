@@ -8,44 +8,69 @@
 
 namespace mxq::cuda {
 
-// Accesses per thread issued before the first store: enough bytes in flight to saturate HBM.
+// Accesses per thread issued before the first store: with 16-byte accesses and 1024 resident
+// threads, 64 KiB of loads in flight per SM, a few times what saturates HBM (8 would spill at the
+// 64 registers of 1024 resident threads).
 constexpr int kRowCopyUnroll = 4;
 
 // Copies n_rows rows of row_bytes (a multiple of sizeof(V)) from src (rows src_stride bytes apart)
 // to contiguous rows at dst, with all Threads threads of the CTA; a null src writes zeros. Rows
-// that are contiguous in both (the common case) are copied as one flat run of vectors.
+// that are contiguous in both (the common case) are copied as one flat run of vectors. The loops
+// are not unrolled further: a second copy of the loads in flight would spill.
 template <int Threads, class V>
 __device__ __forceinline__ void cta_copy_rows(const uint8_t* src, int64_t src_stride, uint8_t* dst, int64_t row_bytes,
                                               int64_t n_rows) {
-  constexpr int64_t kStep = int64_t(Threads) * kRowCopyUnroll;
+  constexpr int kU = kRowCopyUnroll;
   const int64_t per_row = row_bytes / int64_t(sizeof(V)), n = per_row * n_rows;
   V* out = reinterpret_cast<V*>(dst);
+  if (n == 0) return;  // also no division by a zero row width below
   if (src == nullptr) {
+#pragma unroll 1
     for (int64_t i = threadIdx.x; i < n; i += Threads) out[i] = V{};
     return;
   }
   if (src_stride == row_bytes) {
     const V* in = reinterpret_cast<const V*>(src);
-    for (int64_t base = threadIdx.x; base < n; base += kStep) {
-      V v[kRowCopyUnroll];
+    int64_t i = threadIdx.x;
+#pragma unroll 1
+    for (; i + (kU - 1) * Threads < n; i += kU * Threads) {  // whole steps: no bounds tests
+      V v[kU];
 #pragma unroll
-      for (int u = 0; u < kRowCopyUnroll; ++u)
-        if (base + u * Threads < n) v[u] = in[base + u * Threads];
+      for (int u = 0; u < kU; ++u) v[u] = in[i + u * Threads];
 #pragma unroll
-      for (int u = 0; u < kRowCopyUnroll; ++u)
-        if (base + u * Threads < n) out[base + u * Threads] = v[u];
+      for (int u = 0; u < kU; ++u) out[i + u * Threads] = v[u];
     }
+    V v[kU];  // the last, partial step
+#pragma unroll
+    for (int u = 0; u < kU; ++u)
+      if (i + u * Threads < n) v[u] = in[i + u * Threads];
+#pragma unroll
+    for (int u = 0; u < kU; ++u)
+      if (i + u * Threads < n) out[i + u * Threads] = v[u];
     return;
   }
-  for (int64_t base = threadIdx.x; base < n; base += kStep) {
-    V v[kRowCopyUnroll];
+  // Strided rows: vector i is (row, col) of the source; stepping i by Threads steps them by a
+  // fixed amount with one carry, not a 64-bit division per access.
+  const int64_t row_step = Threads / per_row, col_step = Threads % per_row;
+  int64_t row = threadIdx.x / per_row, col = threadIdx.x % per_row;
+  auto next = [&] {
+    row += row_step;
+    col += col_step;
+    if (col >= per_row) {
+      col -= per_row;
+      ++row;
+    }
+  };
+#pragma unroll 1
+  for (int64_t base = threadIdx.x; base < n; base += int64_t(kU) * Threads) {
+    V v[kU];
 #pragma unroll
-    for (int u = 0; u < kRowCopyUnroll; ++u) {
-      const int64_t i = base + u * Threads;
-      if (i < n) v[u] = reinterpret_cast<const V*>(src + (i / per_row) * src_stride)[i % per_row];
+    for (int u = 0; u < kU; ++u) {
+      if (base + u * Threads < n) v[u] = reinterpret_cast<const V*>(src + row * src_stride)[col];
+      next();
     }
 #pragma unroll
-    for (int u = 0; u < kRowCopyUnroll; ++u)
+    for (int u = 0; u < kU; ++u)
       if (base + u * Threads < n) out[base + u * Threads] = v[u];
   }
 }
