@@ -210,27 +210,6 @@ TEST(CudaFp4Quantize, ExpertWeights3DWithPerExpertTensorScales) {
   expect_cuda_matches_cpu_fp4(normal_tensor(rng, DType::bf16, 1, 8192, 7168), params(Format::mxfp4, ScaleRule::rceil, ScaleLayout::blocked));
 }
 
-TEST(CudaFp4Quantize, TokenGroupsAreReportedUnsupported) {
-  MXQ_FRESH_RNG(rng);
-  DeviceTensor in(normal_tensor(rng, DType::bf16, 1, 64, 64));
-  const int32_t ends_host[2] = {32, 64};
-  DeviceBuffer ends(sizeof ends_host);
-  ends.upload(ends_host, sizeof ends_host);
-  for (Format f : kFormats) {
-    QuantizeArgs a;
-    a.input = in.view;
-    a.params = params(f, ScaleRule::rceil, ScaleLayout::blocked, Direction::rowwise);
-    a.groups.groups = {reinterpret_cast<const int32_t*>(ends.get()), 2};
-    a.backend = Backend::cuda;
-    QuantizeSizes s;
-    ASSERT_TRUE(quantize_sizes(a, &s).ok());
-    DeviceOutputs out(s);
-    a.out = out.outputs(Direction::rowwise);
-    const Status st = quantize(a);
-    EXPECT_EQ(st.code(), Code::unsupported) << st.message();
-  }
-}
-
 std::vector<float> amax_on(const HostTensor& h, Backend b, size_t offset) {
   std::vector<float> out(size_t(h.batch), -1.0f);
   if (b == Backend::cpu) {

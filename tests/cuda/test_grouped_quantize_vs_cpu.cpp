@@ -3,6 +3,8 @@
 // offsets included: jagged random groups with the edge sizes, G up to 1500 (several chunks of the
 // device-side walk), linear and blocked scales, bad offsets (clamped alike), CUDA graph replay with
 // new offsets written into the same device buffer. Every output byte is written (two poisons).
+// FP4 formats pack two codes per byte along the grouped dimension of the colwise data, so their
+// cases keep every group size and M even (SPEC.md: groups along K are multiples of 32 unless padded).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -15,7 +17,7 @@ namespace mxq::test {
 namespace {
 
 constexpr DType kDTypes[] = {DType::bf16, DType::fp16, DType::fp32};
-constexpr Format kFormats[] = {Format::mxfp8, Format::mxfp8_e5m2};
+constexpr Format kFormats[] = {Format::mxfp8, Format::mxfp8_e5m2, Format::mxfp4, Format::nvfp4};
 constexpr ScaleRule kRules[] = {ScaleRule::rceil, ScaleRule::floor};
 
 // Unpadded; fused pad + rowwise; colwise padded to the block (weight gradient); both padded; an
@@ -35,6 +37,22 @@ std::vector<int32_t> jagged_ends(Rng& rng, int64_t G, int64_t max_rows, int64_t*
   // Sometimes rows past the last end.
   *M = (ends.empty() ? 0 : ends.back()) + (rng.uniform(0, 1) ? rng.uniform(0, 40) : 0);
   return ends;
+}
+
+bool is_fp4(Format f) { return f == Format::mxfp4 || f == Format::nvfp4; }
+
+// For the fp4 formats: every group size and M rounded up to even, K too (pairs along both).
+void fit_to_format(Format f, std::vector<int32_t>* ends, int64_t* M, int64_t* K) {
+  if (!is_fp4(f)) return;
+  int32_t shift = 0, prev = 0;
+  for (int32_t& e : *ends) {
+    const int32_t size = e - prev;
+    prev = e;
+    shift += size % 2;
+    e += shift;
+  }
+  *M += shift + (*M + shift) % 2;
+  *K += *K % 2;
 }
 
 // The device side of one grouped quantize call: input, offsets and outputs.
@@ -105,12 +123,14 @@ TEST(CudaGroupedQuantize, JaggedGroupsEveryDimAndGroupCount) {
       for (ScaleLayout l : {ScaleLayout::linear, ScaleLayout::blocked}) {
         // Dtype, format, rule and two of the paddings vary at random; the edge cases below are fixed.
         for (int rep = 0; rep < 2; ++rep) {
-          int64_t M = 0;
-          const std::vector<int32_t> ends = jagged_ends(rng, G, max_rows, &M);
+          int64_t M = 0, cols = K;
+          std::vector<int32_t> ends = jagged_ends(rng, G, max_rows, &M);
+          const Format f = kFormats[rng.uniform(0, int64_t(std::size(kFormats)) - 1)];
+          fit_to_format(f, &ends, &M, &cols);
           const DType t = kDTypes[rng.uniform(0, 2)];
-          const HostTensor h = rng.uniform(0, 3) ? normal_tensor(rng, t, 1, M, K) : special_tensor(rng, t, 1, M, K, 0.01);
+          const HostTensor h =
+              rng.uniform(0, 3) ? normal_tensor(rng, t, 1, M, cols) : special_tensor(rng, t, 1, M, cols, 0.01);
           const Padding pad = kPaddings[rng.uniform(0, int64_t(std::size(kPaddings)) - 1)];
-          const Format f = kFormats[rng.uniform(0, 1)];
           const QuantizeRequest req = grouped_request(f, kRules[rng.uniform(0, 1)], l, ends, pad);
           expect_grouped_matches_cpu(h, req);
         }
@@ -124,9 +144,10 @@ TEST(CudaGroupedQuantize, EveryPaddingFormatAndLayout) {
   for (Padding pad : kPaddings) {
     for (Format f : kFormats) {
       for (ScaleLayout l : {ScaleLayout::linear, ScaleLayout::blocked}) {
-        int64_t M = 0;
-        const std::vector<int32_t> ends = jagged_ends(rng, 8, 1400, &M);
-        const HostTensor h = normal_tensor(rng, kDTypes[rng.uniform(0, 2)], 1, M, 288);
+        int64_t M = 0, K = 288;
+        std::vector<int32_t> ends = jagged_ends(rng, 8, 1400, &M);
+        fit_to_format(f, &ends, &M, &K);
+        const HostTensor h = normal_tensor(rng, kDTypes[rng.uniform(0, 2)], 1, M, K);
         expect_grouped_matches_cpu(h, grouped_request(f, kRules[rng.uniform(0, 1)], l, ends, pad));
       }
     }
@@ -151,10 +172,12 @@ TEST(CudaGroupedQuantize, ManyGroupsSpanSeveralChunksOfTheWalk) {
 TEST(CudaGroupedQuantize, LargeTensorsUseStripsOfColumnTiles) {
   if (quick_mode()) GTEST_SKIP() << "large shapes";
   MXQ_FRESH_RNG(rng);
-  const std::vector<int32_t> ends = random_group_ends(rng, 40000, 8, 1, 77);
+  const std::vector<int32_t> ends = random_group_ends(rng, 40000, 8, 2, 78);
   const HostTensor h = normal_tensor(rng, DType::bf16, 1, 40000, 2048);
-  for (Padding pad : {Padding{32, 0}, Padding{0, 32}}) {
-    expect_grouped_matches_cpu(h, grouped_request(Format::mxfp8, ScaleRule::rceil, ScaleLayout::blocked, ends, pad));
+  for (Format f : kFormats) {
+    for (Padding pad : {Padding{32, 0}, Padding{0, 32}}) {
+      expect_grouped_matches_cpu(h, grouped_request(f, ScaleRule::rceil, ScaleLayout::blocked, ends, pad));
+    }
   }
 }
 
@@ -202,8 +225,15 @@ TEST(CudaGroupedQuantize, GraphReplayWithNewOffsets) {
   MXQ_FRESH_RNG(rng);
   const int64_t M = 1000, K = 256, G = 8;
   const HostTensor h = normal_tensor(rng, DType::bf16, 1, M, K);
-  for (Padding pad : {Padding{32, 0}, Padding{0, 32}, Padding{32, 32}}) {
-    QuantizeRequest req = grouped_request(Format::mxfp8, ScaleRule::rceil, ScaleLayout::blocked,
+  struct Case {
+    Format format;
+    Padding pad;
+  };
+  // nvfp4 also captures the device-side tensor amax; padded both ways, any group size is legal.
+  for (const Case& c : {Case{Format::mxfp8, {32, 0}}, Case{Format::mxfp8, {0, 32}}, Case{Format::mxfp8, {32, 32}},
+                        Case{Format::nvfp4, {32, 32}}}) {
+    const Padding pad = c.pad;
+    QuantizeRequest req = grouped_request(c.format, ScaleRule::rceil, ScaleLayout::blocked,
                                           random_group_ends(rng, M, G, 1, 5), pad);
     req.backend = Backend::cuda;
     DeviceGroupedCall call(h, req);

@@ -1,7 +1,7 @@
 // Token padding on the cuda backend: pad and unpad byte for byte against the cpu backend (random
 // jagged groups, every dtype size, narrow and wide rows, alignments, up to 1024 groups, strided
 // and unaligned inputs), clamped bad offsets, validate_group_ends messages, CUDA graph replay with
-// new offsets in the same buffer, and (not asserted) timings against a device-to-device copy.
+// new offsets in the same buffer. Speed is measured by mxq_bench (docs/PERF.md), not here.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -261,68 +261,6 @@ TEST(PadCuda, GraphReplayReadsNewOffsets) {
     EXPECT_TRUE(bytes_equal(want.ends, pends.download(), "padded_ends"));
     EXPECT_TRUE(bytes_equal(cpu_unpad(want.out, DType::bf16, P, K, ends, A, M), back.download(), "unpad out"));
   }
-}
-
-// Mean microseconds of `reps` runs of fn on the stream, after one warm-up run.
-template <class Fn>
-double time_us(cudaStream_t s, int reps, Fn&& fn) {
-  cudaEvent_t a, b;
-  cudaEventCreate(&a);
-  cudaEventCreate(&b);
-  fn();
-  cudaEventRecord(a, s);
-  for (int i = 0; i < reps; ++i) fn();
-  cudaEventRecord(b, s);
-  cudaEventSynchronize(b);
-  float ms = 0;
-  cudaEventElapsedTime(&ms, a, b);
-  cudaEventDestroy(a);
-  cudaEventDestroy(b);
-  return 1000.0 * ms / reps;
-}
-
-// The issue 4 shapes in bf16: pad and unpad against a device-to-device copy of the input bytes.
-// Prints only; speed is asserted by the benchmarks, not by tests.
-TEST(PadCuda, TimingAgainstCopy) {
-  if (quick_mode()) GTEST_SKIP() << "timings are skipped in quick mode";
-  MXQ_FRESH_RNG(rng);
-  constexpr int32_t A = 32;
-  const int64_t max_M = 131072, max_K = 7168, max_G = 64;
-  const int64_t max_P = ((max_M + max_G * A) + A - 1) / A * A;
-  DeviceBuffer in(size_t(max_M * max_K * 2)), padded(size_t(max_P * max_K * 2)), back(size_t(max_M * max_K * 2));
-  DeviceBuffer d_ends(max_G * 4), starts(max_G * 4), pends(max_G * 4);
-  in.fill(0x3c);
-  cudaStream_t stream;
-  MXQ_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  std::printf("%8s %6s %4s %10s %10s %10s %8s %8s %9s\n", "tokens", "dim", "G", "copy_us", "pad_us", "unpad_us",
-              "pad/cp", "unpad/cp", "pad_GB/s");
-  for (int64_t M : {16384, 131072})
-    for (int64_t K : {1536, 2048, 5120, 7168})
-      for (int64_t G : {1, 8, 16, 64}) {
-        const std::vector<int32_t> ends = random_group_ends(rng, M, G);
-        d_ends.upload(ends.data(), ends.size() * 4);
-        PadArgs p;
-        p.input = {in.get(), DType::bf16, 1, M, K, 0, 0};
-        p.groups = {reinterpret_cast<const int32_t*>(d_ends.get()), G};
-        p.alignment = A;
-        p.out = padded.get();
-        p.padded_starts = reinterpret_cast<int32_t*>(starts.get());
-        p.padded_ends = reinterpret_cast<int32_t*>(pends.get());
-        p.backend = Backend::cuda;
-        p.stream = stream;
-        int64_t P = 0;
-        ASSERT_TRUE(pad_rows(p, &P).ok());
-        const UnpadArgs u = unpad_of(p, P, M, back.get());
-        const size_t bytes = size_t(M * K * 2);
-        const int reps = M * K > (int64_t(1) << 28) ? 5 : 20;
-        const double copy = time_us(stream, reps, [&] { cudaMemcpyAsync(back.get(), in.get(), bytes, cudaMemcpyDeviceToDevice, stream); });
-        const double tp = time_us(stream, reps, [&] { EXPECT_TRUE(pad(p).ok()); });
-        const double tu = time_us(stream, reps, [&] { EXPECT_TRUE(unpad(u).ok()); });
-        MXQ_CUDA_CHECK(cudaStreamSynchronize(stream));
-        std::printf("%8lld %6lld %4lld %10.1f %10.1f %10.1f %8.3f %8.3f %9.0f\n", (long long)M, (long long)K,
-                    (long long)G, copy, tp, tu, copy / tp, copy / tu, 2.0 * bytes / tp / 1e3);
-      }
-  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
-// The MX quantize tile kernel: one CTA reads one 128 x 128 tile of one batch once and writes the
-// rowwise and/or colwise codes and scales of that tile.
+// The quantize tile: one CTA reads one 128 x 128 tile once and writes the rowwise and/or colwise
+// codes and scales of that tile. The plain kernel here maps CTA i to tile i of a (batch, M, K)
+// tensor; the token-group kernel (../quantize_grouped) maps a CTA to a tile of one group and runs
+// the same tile code: a TileCoord says where the tile reads and writes.
 //
 // Rowwise alone works from registers: all of a thread's 16-byte loads are in flight before the
 // first use. A rowwise block is L adjacent lanes (L = lanes_per_block); L passes are handled
@@ -24,6 +26,7 @@ namespace mxq::cuda::quant {
 struct Problem {
   const void* in = nullptr;
   int64_t batch = 1, M = 0, K = 0;
+  int64_t Mc = 0;                 // colwise data: codes per transposed row (M, or padded rows)
   int64_t row_stride = 0, batch_stride = 0;  // elements
   bool blocked = true;
   uint8_t* row_data = nullptr;
@@ -31,7 +34,7 @@ struct Problem {
   uint8_t* col_data = nullptr;
   uint8_t* col_scales = nullptr;
   int64_t row_scale_cols = 0;     // ceil(K / block)
-  int64_t col_scale_cols = 0;     // ceil(M / block)
+  int64_t col_scale_cols = 0;     // linear colwise scales: bytes per k row (ceil(M / block); groups: more)
   int64_t row_scale_batch = 0;    // bytes of one batch's rowwise scales
   int64_t col_scale_batch = 0;
   int64_t row_scale_nc = 0;       // blocked: 512-byte tiles per 128 scale rows (Cp / 4)
@@ -44,21 +47,44 @@ struct Problem {
   bool elem_aligned = true;  // the input pointer is aligned to its element size
 };
 
+// Where one tile reads and writes. Tile rows past in_rows read as zeros (the tail of a tensor or
+// of a token group, or padding rows); a direction writes only its first row_rows / col_rows tile
+// rows (padding rows of a padded direction are written, the next group's rows are not).
 struct TileCoord {
-  int64_t b, tm, tk, m0, k0;
-  bool full;  // all 128 x 128 elements inside the tensor
+  int64_t b;               // batch: the batch strides of the input, the data and the scales
+  int64_t tk, k0;          // column tile and its first column
+  int64_t m0;              // first input row
+  int in_rows, row_rows, col_rows;
+  int64_t row_m0, col_m0;  // rowwise output row / colwise output column of tile row 0
+  int64_t row_scale_tm;    // blocked rowwise scales: the tile's row of 512-byte scale tiles
+  int64_t col_scale_at;    // colwise scales: byte offset of the matrix holding the tile's scales
+  int64_t col_scale_nc;    // blocked: 512-byte tiles per 128 k rows of that matrix
+  int64_t col_scale_c0;    // the tile's first scale column in that matrix
+  int64_t col_scale_end;   // linear: the matrix's scale columns the tile may write are < this
+  bool k_full;             // all 128 columns inside the tensor
 };
 
-__device__ __forceinline__ TileCoord tile_coord(const Problem& p, int64_t tile) {
+// Tile `tile` of a plain tensor: batch-major, then row tiles, then column tiles.
+template <class T>
+__device__ __forceinline__ TileCoord dense_tile_coord(const Problem& p, int64_t tile) {
   TileCoord c;
   c.tk = tile % p.tiles_k;
-  c.tm = (tile / p.tiles_k) % p.tiles_m;
+  const int64_t tm = (tile / p.tiles_k) % p.tiles_m;
   c.b = tile / (p.tiles_k * p.tiles_m);
-  c.m0 = c.tm * kTileRows;
+  c.m0 = tm * kTileRows;
   c.k0 = c.tk * kTileCols;
-  c.full = c.m0 + kTileRows <= p.M && c.k0 + kTileCols <= p.K;
+  c.in_rows = c.row_rows = c.col_rows = static_cast<int>(min(p.M - c.m0, int64_t{kTileRows}));
+  c.row_m0 = c.col_m0 = c.m0;
+  c.row_scale_tm = tm;
+  c.col_scale_at = c.b * p.col_scale_batch;
+  c.col_scale_nc = p.col_scale_nc;
+  c.col_scale_c0 = tm * T::scale_cols;
+  c.col_scale_end = p.col_scale_cols;
+  c.k_full = c.k0 + kTileCols <= p.K;
   return c;
 }
+
+__device__ __forceinline__ bool in_full(const TileCoord& c) { return c.in_rows == kTileRows && c.k_full; }
 
 // The rule is a template argument of the kernel: a runtime rule would compile both rules' code
 // and a branch into every scale computation.
@@ -101,21 +127,21 @@ __device__ __forceinline__ void store_scale_tile(uint8_t* dst, const uint8_t* st
   }
 }
 
-// Writes the real scales of staged row r (4 per 512-byte tile, contiguous there) to row `row` of
-// a linear (rows x cols) scale matrix from column c0: 4-byte stores where aligned.
+// Writes the scales of staged row r (4 per 512-byte tile, contiguous there) to row `row` of a
+// linear scale matrix (`pitch` bytes per row) from column c0, columns below `end` only: 4-byte
+// stores where aligned.
 template <int kScaleTiles>
-__device__ __forceinline__ void store_scale_row_linear(uint8_t* scales, int64_t cols, int64_t row, int64_t rows,
+__device__ __forceinline__ void store_scale_row_linear(uint8_t* scales, int64_t pitch, int64_t end, int64_t row,
                                                        int64_t c0, const uint8_t* staged, int r) {
-  if (row >= rows) return;
-  uint8_t* dst = scales + row * cols + c0;
-  const bool vec = cols % 4 == 0 && reinterpret_cast<uintptr_t>(scales) % 4 == 0;
+  uint8_t* dst = scales + row * pitch + c0;
+  const bool vec = reinterpret_cast<uintptr_t>(dst) % 4 == 0;
 #pragma unroll
   for (int s = 0; s < kScaleTiles; ++s) {
     const uint8_t* src = staged + num::blocked_offset(r, 4 * s, 1);
-    if (vec && c0 + 4 * s + 4 <= cols) {
+    if (vec && c0 + 4 * s + 4 <= end) {
       *reinterpret_cast<uint32_t*>(dst + 4 * s) = *reinterpret_cast<const uint32_t*>(src);
     } else {
-      for (int j = 0; j < 4 && c0 + 4 * s + j < cols; ++j) dst[4 * s + j] = src[j];
+      for (int j = 0; j < 4 && c0 + 4 * s + j < end; ++j) dst[4 * s + j] = src[j];
     }
   }
 }
@@ -132,16 +158,19 @@ __device__ __forceinline__ Raw load_element(const Raw* p, bool aligned) {
   return r;
 }
 
-// The 16 bytes of input (T::vec elements) at row m, columns k.. of one batch; elements outside
-// the tensor read as zeros. For tiles that are not full or not 16-byte aligned.
+// The 16 bytes of input (T::vec elements) at tile row `row`, column k of the tile's batch;
+// elements outside the tile's input rows or the tensor read as zeros. For tiles that are not full
+// or not 16-byte aligned.
 template <class T>
-__device__ __forceinline__ uint4 load_chunk_guarded(const Problem& p, const typename T::Raw* in, int64_t m, int64_t k) {
+__device__ __forceinline__ uint4 load_chunk_guarded(const Problem& p, const TileCoord& c, const typename T::Raw* in,
+                                                    int row, int64_t k) {
   using Raw = typename T::Raw;
+  if (row >= c.in_rows) return make_uint4(0, 0, 0, 0);
+  const Raw* src = in + (c.m0 + row) * p.row_stride + k;
+  if (p.vec_in && k + T::vec <= p.K) return __ldg(reinterpret_cast<const uint4*>(src));
   Raw v[T::vec];
 #pragma unroll
-  for (int j = 0; j < T::vec; ++j) {
-    v[j] = (m < p.M && k + j < p.K) ? load_element(in + m * p.row_stride + k + j, p.elem_aligned) : Raw(0);
-  }
+  for (int j = 0; j < T::vec; ++j) v[j] = k + j < p.K ? load_element(src + j, p.elem_aligned) : Raw(0);
   uint4 r;
   memcpy(&r, v, sizeof r);
   return r;
@@ -161,11 +190,12 @@ __device__ __forceinline__ void load_tile_regs(const Problem& p, const TileCoord
   using Raw = typename T::Raw;
   const Raw* in = static_cast<const Raw*>(p.in) + c.b * p.batch_stride;
   const int64_t k = c.k0 + chunk * T::vec;
+  const bool full = in_full(c) && p.vec_in;
 #pragma unroll
   for (int i = 0; i < T::passes; ++i) {
-    const int64_t m = c.m0 + row0 + i * T::rows_per_pass;
-    regs[i] = c.full && p.vec_in ? __ldg(reinterpret_cast<const uint4*>(in + m * p.row_stride + k))
-                                 : load_chunk_guarded<T>(p, in, m, k);
+    const int row = row0 + i * T::rows_per_pass;
+    regs[i] = full ? __ldg(reinterpret_cast<const uint4*>(in + (c.m0 + row) * p.row_stride + k))
+                   : load_chunk_guarded<T>(p, c, in, row, k);
   }
 }
 
@@ -176,7 +206,7 @@ __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c,
   using Raw = typename T::Raw;
   const Raw* in = static_cast<const Raw*>(p.in) + c.b * p.batch_stride;
   const int64_t k = c.k0 + chunk * T::vec;
-  if (c.full && p.vec_in) {
+  if (in_full(c) && p.vec_in) {
 #pragma unroll
     for (int i = 0; i < T::passes; ++i) {
       const int row = row0 + i * T::rows_per_pass;
@@ -187,7 +217,7 @@ __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c,
 #pragma unroll
     for (int i = 0; i < T::passes; ++i) {
       const int row = row0 + i * T::rows_per_pass;
-      staged[row * T::chunks_per_row + chunk] = load_chunk_guarded<T>(p, in, c.m0 + row, k);
+      staged[row * T::chunks_per_row + chunk] = load_chunk_guarded<T>(p, c, in, row, k);
     }
   }
 }
@@ -317,7 +347,7 @@ __device__ __forceinline__ void quantize_row_passes(const Problem& p, const Tile
   {
     const int row = row0 + (first + chunk % L) * T::rows_per_pass;
     const int kb_local = chunk / L;
-    const bool real = c.full || (c.m0 + row < p.M && c.k0 / T::block + kb_local < p.row_scale_cols);
+    const bool real = row < c.row_rows && c.k0 / T::block + kb_local < p.row_scale_cols;
     row_scale_tile[staged_scale_offset(row, kb_local)] = real ? sb : 0;
   }
   const bool poisoned = num::is_nonfinite_abs_bits(amax);
@@ -350,8 +380,8 @@ __device__ __forceinline__ void quantize_rows(const Problem& p, const TileCoord&
   RowOut out;
   out.base = row_out;
   out.pass_bytes = code_bytes<T>(T::rows_per_pass * p.K);
-  out.vec = c.full && p.vec_row_out;
-  out.rows_left = static_cast<int>(min(p.M - c.m0 - row0, int64_t{kTileRows}));
+  out.vec = c.row_rows == kTileRows && c.k_full && p.vec_row_out;
+  out.rows_left = c.row_rows - row0;
   out.bytes = static_cast<int>(min(code_bytes<T>(p.K - c.k0 - chunk * T::vec), int64_t{T::row_bytes_per_chunk}));
 #pragma unroll
   for (int first = 0; first < T::passes; first += T::lanes_per_block) {
@@ -363,7 +393,7 @@ __device__ __forceinline__ void quantize_rows(const Problem& p, const TileCoord&
 // T::rows_per_pass rows each).
 template <class T>
 __device__ __forceinline__ uint8_t* row_out_base(const Problem& p, const TileCoord& c, int row0, int chunk) {
-  return p.row_data + c.b * code_bytes<T>(p.M * p.K) + code_bytes<T>((c.m0 + row0) * p.K + c.k0 + chunk * T::vec);
+  return p.row_data + c.b * code_bytes<T>(p.M * p.K) + code_bytes<T>((c.row_m0 + row0) * p.K + c.k0 + chunk * T::vec);
 }
 
 // Byte offset of byte `byte` of row `row` in the staged colwise output tile (ColOut rows of
@@ -395,7 +425,6 @@ __device__ __forceinline__ void quantize_col_pairs(const Problem& p, const TileC
 #pragma unroll
   for (int jb = 0; jb < kBlocksPerThread; ++jb) {
     const int mb_local = (tid / kPairs) * kBlocksPerThread + jb;
-    const int64_t mb = c.m0 / T::block + mb_local;
     const Pair* rows = staged + mb_local * T::block * kPairs;
     // Two passes over shared memory (amax, then codes) instead of holding the block in registers:
     // fewer registers per thread, more CTAs per SM.
@@ -423,7 +452,7 @@ __device__ __forceinline__ void quantize_col_pairs(const Problem& p, const TileC
       poisoned[h] = num::is_nonfinite_abs_bits(amax[h]);
       mult[h] = scaler.multiplier(sb[h], poisoned[h]);
       const int kl = 2 * pair + h;
-      col_scale_tile[staged_scale_offset(kl, mb_local)] = c.k0 + kl < p.K && mb < p.col_scale_cols ? sb[h] : 0;
+      col_scale_tile[staged_scale_offset(kl, mb_local)] = c.k0 + kl < p.K && mb_local * T::block < c.col_rows ? sb[h] : 0;
     }
 #pragma unroll
     for (int q = 0; q < T::block_words; q += kWordsPerStore) {
@@ -463,12 +492,13 @@ __device__ __forceinline__ void store_col_tile(const Problem& p, const TileCoord
   constexpr int kChunks = T::col_out_row_bytes / 16;
   constexpr int kRowsPerStep = kThreads / kChunks;
   static_assert(kThreads % kChunks == 0 && kTileCols % kRowsPerStep == 0, "whole rows per step");
-  const int64_t out_row = code_bytes<T>(p.M);
+  const int64_t out_row = code_bytes<T>(p.Mc);
   const int row0 = tid / kChunks, chunk = tid % kChunks;
-  uint8_t* dst = p.col_data + (c.b * p.K + c.k0 + row0) * out_row + code_bytes<T>(c.m0) + chunk * 16;
+  const int64_t col_byte0 = code_bytes<T>(c.col_m0);
+  uint8_t* dst = p.col_data + (c.b * p.K + c.k0 + row0) * out_row + col_byte0 + chunk * 16;
   const int64_t step_bytes = kRowsPerStep * out_row;
-  const bool vec = c.full && p.vec_col_out;
-  const int64_t row_bytes = code_bytes<T>(p.M - c.m0);  // real bytes of a row (no more than the tile's)
+  const bool vec = c.col_rows == kTileRows && c.k_full && p.vec_col_out && col_byte0 % 16 == 0;
+  const int row_bytes = static_cast<int>(code_bytes<T>(c.col_rows));  // bytes of a row the tile writes
 #pragma unroll
   for (int step = 0; step < kTileCols / kRowsPerStep; ++step, dst += step_bytes) {
     const int row = row0 + step * kRowsPerStep;
@@ -497,37 +527,51 @@ __device__ __forceinline__ void store_tile_scales(const Problem& p, const TileCo
     const int s = (tid % kStoreThreads) / 32, lane = tid % 32;
     if (ROW && tid < kStoreThreads && c.tk * T::scale_tiles + s < p.row_scale_nc) {
       store_scale_tile(p.row_scales + c.b * p.row_scale_batch +
-                           (c.tm * p.row_scale_nc + c.tk * T::scale_tiles + s) * kScaleTileBytes,
+                           (c.row_scale_tm * p.row_scale_nc + c.tk * T::scale_tiles + s) * kScaleTileBytes,
                        row_scale_tile + s * kScaleTileBytes, lane, p.vec_scales);
     }
-    if (COL && tid >= kStoreThreads && tid < 2 * kStoreThreads && c.tm * T::scale_tiles + s < p.col_scale_nc) {
-      store_scale_tile(p.col_scales + c.b * p.col_scale_batch +
-                           (c.tk * p.col_scale_nc + c.tm * T::scale_tiles + s) * kScaleTileBytes,
+    const int64_t col_tile = c.col_scale_c0 / 4 + s;
+    if (COL && tid >= kStoreThreads && tid < 2 * kStoreThreads && col_tile < c.col_scale_nc) {
+      store_scale_tile(p.col_scales + c.col_scale_at + (c.tk * c.col_scale_nc + col_tile) * kScaleTileBytes,
                        col_scale_tile + s * kScaleTileBytes, lane, p.vec_scales);
     }
   } else {
     static_assert(kThreads >= kTileRows + kTileCols, "one thread per rowwise and per colwise scale row");
-    if (ROW && tid < kTileRows) {
-      store_scale_row_linear<T::scale_tiles>(p.row_scales + c.b * p.row_scale_batch, p.row_scale_cols, c.m0 + tid,
-                                             p.M, c.tk * T::scale_cols, row_scale_tile, tid);
+    if (ROW && tid < c.row_rows) {
+      store_scale_row_linear<T::scale_tiles>(p.row_scales + c.b * p.row_scale_batch, p.row_scale_cols,
+                                             p.row_scale_cols, c.row_m0 + tid, c.tk * T::scale_cols,
+                                             row_scale_tile, tid);
     }
-    if (COL && tid >= kThreads - kTileCols) {
-      const int r = tid - (kThreads - kTileCols);
-      store_scale_row_linear<T::scale_tiles>(p.col_scales + c.b * p.col_scale_batch, p.col_scale_cols, c.k0 + r,
-                                             p.K, c.tm * T::scale_cols, col_scale_tile, r);
+    const int r = tid - (kThreads - kTileCols);
+    if (COL && r >= 0 && c.k0 + r < p.K) {
+      store_scale_row_linear<T::scale_tiles>(p.col_scales + c.col_scale_at, p.col_scale_cols, c.col_scale_end,
+                                             c.k0 + r, c.col_scale_c0, col_scale_tile, r);
     }
   }
 }
 
-template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
-__global__ void __launch_bounds__(kThreads, (TileTraits<In, Fmt>::min_ctas_per_sm))
-quantize_tile_kernel(const Problem p) {
-  using T = TileTraits<In, Fmt>;
-  extern __shared__ uint4 staged_tile[];  // colwise: the raw tile, then the staged output tile
-  __shared__ alignas(16) uint8_t row_scale_tile[kScaleTileBytes * T::scale_tiles];
-  __shared__ alignas(16) uint8_t col_scale_tile[kScaleTileBytes * T::scale_tiles];
+// The shared memory of a tile beyond the caller's dynamic `staged_tile` (colwise: the raw tile,
+// then the staged output tile; T::staged_tile_bytes + T::col_out_tile_bytes).
+template <class T>
+struct TileScales {
+  alignas(16) uint8_t row[kScaleTileBytes * T::scale_tiles];
+  alignas(16) uint8_t col[kScaleTileBytes * T::scale_tiles];
+};
 
-  const TileCoord c = tile_coord(p, blockIdx.x);
+// Dynamic shared memory of a tile for the directions served.
+template <class T, bool COL>
+constexpr size_t tile_dynamic_smem() {
+  return COL ? static_cast<size_t>(T::staged_tile_bytes + T::col_out_tile_bytes) : 0;
+}
+
+// One tile: every thread of the CTA calls it. The caller synchronises the CTA before reusing the
+// shared memory for another tile.
+template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
+__device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord& c, uint4* staged_tile,
+                                              TileScales<TileTraits<In, Fmt>>& scales) {
+  using T = TileTraits<In, Fmt>;
+  uint8_t* row_scale_tile = scales.row;
+  uint8_t* col_scale_tile = scales.col;
   const BlockScaler<Fmt> scaler = batch_scaler<Fmt, kRule>(p, c.b);
   const int tid = threadIdx.x;
   const int chunk = tid % T::chunks_per_row;
@@ -555,6 +599,15 @@ quantize_tile_kernel(const Problem p) {
     __syncthreads();
   }
   store_tile_scales<T, ROW, COL>(p, c, row_scale_tile, col_scale_tile, tid);
+}
+
+template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
+__global__ void __launch_bounds__(kThreads, (TileTraits<In, Fmt>::min_ctas_per_sm))
+quantize_tile_kernel(const Problem p) {
+  using T = TileTraits<In, Fmt>;
+  extern __shared__ uint4 staged_tile[];
+  __shared__ TileScales<T> scales;
+  quantize_tile<In, Fmt, ROW, COL, kRule>(p, dense_tile_coord<T>(p, blockIdx.x), staged_tile, scales);
 }
 
 }  // namespace mxq::cuda::quant

@@ -17,4 +17,10 @@ Status tensor_amax_bits(const TensorView& in, uint32_t* bits, cudaStream_t strea
 Status write_nvfp4_tensor_scales(const TensorView& in, const float* given, float* s_enc, float* s_dec,
                                  cudaStream_t stream);
 
+// The tensor scales of an nvfp4 quantize (args.out.s_enc / s_dec), nothing for the MX formats.
+inline Status write_tensor_scales_if_nvfp4(const QuantizeArgs& a, cudaStream_t stream) {
+  if (a.params.format != Format::nvfp4) return {};
+  return write_nvfp4_tensor_scales(a.input, a.tensor_amax, a.out.s_enc, a.out.s_dec, stream);
+}
+
 }  // namespace mxq::cuda

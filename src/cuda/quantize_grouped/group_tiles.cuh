@@ -2,9 +2,8 @@
 // offsets in chunks staged through block scans (any G, fixed shared memory, no host read, no sync)
 // and finds the group of its 128-row tile. Groups are laid out tile by tile: group g owns
 // ceil(rows_g / 128) consecutive row tiles, rows_g being its (padded) rows, so that each tile maps
-// onto exactly one 512-byte blocked scale tile of the per-group scale layouts (docs/layouts.md:
-// groups along M start on a 128-row scale tile; groups along K own Cp(ceil(rows_g/32)) columns,
-// i.e. ceil(rows_g / 128) column tiles).
+// onto whole 512-byte blocked scale tiles of the per-group scale layouts (docs/layouts.md: groups
+// along M start on a 128-row scale tile; groups along K own Cp(ceil(rows_g / block)) columns).
 #pragma once
 #include <cuda_runtime.h>
 
@@ -24,6 +23,7 @@ struct GroupWalk {
   int64_t G = 0;
   int64_t M = 0;                  // input rows: ends are clamped to [previous end, M]
   int64_t pad = 0;                // alignment A of the padded direction(s), 0 when nothing pads
+  int64_t block = 32;             // rows per colwise block (the format's block)
   bool tiles_from_padded = false; // a padded direction sets the tile count of each group
   bool q_from_padded = false;     // colwise scale columns count padded rows
   int32_t* padded_starts = nullptr;  // optional outputs, written by the CTA that passes write_offsets
@@ -35,12 +35,13 @@ struct GroupWalk {
 struct GroupSums {
   int32_t padded = 0;  // A * ceil(size / A) (size when nothing pads)
   int32_t tiles = 0;   // 128-row tiles
-  int32_t qcols = 0;   // colwise 32-row blocks (linear scale columns of groups along K)
+  int32_t qcols = 0;   // colwise blocks (linear scale columns of groups along K)
+  int32_t qtiles = 0;  // 512-byte tiles per 128 k rows of the group's blocked colwise scales
 };
 
 struct AddSums {
   __device__ GroupSums operator()(const GroupSums& a, const GroupSums& b) const {
-    return {a.padded + b.padded, a.tiles + b.tiles, a.qcols + b.qcols};
+    return {a.padded + b.padded, a.tiles + b.tiles, a.qcols + b.qcols, a.qtiles + b.qtiles};
   }
 };
 struct MaxOf {
@@ -57,6 +58,9 @@ struct TileGroup {
   int64_t tile_first = 0;    // the group's first row tile
   int64_t tiles = 0;         // the group's row tiles
   int64_t q_first = 0;       // the group's first colwise scale column (linear layout)
+  int64_t q = 0;             // the group's colwise scale columns
+  int64_t qtiles_first = 0;  // blocked colwise: scale tiles per 128 k rows of the groups before
+  int64_t qtiles = 0;        // ... and of this group
   int64_t tile = 0;          // this tile inside the group
 };
 struct GroupTotals {
@@ -64,6 +68,7 @@ struct GroupTotals {
   int64_t padded_end = 0;  // sum of padded sizes
   int64_t tiles = 0;
   int64_t qcols = 0;
+  int64_t qtiles = 0;
 };
 
 template <int Threads, int Items>
@@ -114,7 +119,8 @@ __device__ void find_tile_group(const GroupWalk& w, int64_t tile, bool write_off
       sizes[k] = n;
       mine[k].padded = static_cast<int32_t>(padded);
       mine[k].tiles = static_cast<int32_t>(num::ceil_div(w.tiles_from_padded ? padded : n, int64_t{kTileRows}));
-      mine[k].qcols = static_cast<int32_t>(num::ceil_div(w.q_from_padded ? padded : n, int64_t{32}));
+      mine[k].qcols = static_cast<int32_t>(num::ceil_div(w.q_from_padded ? padded : n, w.block));
+      mine[k].qtiles = static_cast<int32_t>(num::ceil_div(int64_t{mine[k].qcols}, int64_t{4}));
       local = AddSums{}(local, mine[k]);
       prev = end;
     }
@@ -135,6 +141,9 @@ __device__ void find_tile_group(const GroupWalk& w, int64_t tile, bool write_off
           f.tile_first = before.tiles;
           f.tiles = mine[k].tiles;
           f.q_first = before.qcols;
+          f.q = mine[k].qcols;
+          f.qtiles_first = before.qtiles;
+          f.qtiles = mine[k].qtiles;
           f.tile = tile - before.tiles;
         }
         if (write_offsets) {
@@ -147,7 +156,7 @@ __device__ void find_tile_group(const GroupWalk& w, int64_t tile, bool write_off
     carry_end = MaxOf{}(carry_end, chunk_max);
     carry = AddSums{}(carry, chunk_sum);
   }
-  if (threadIdx.x == 0) s.totals = {carry_end, carry.padded, carry.tiles, carry.qcols};
+  if (threadIdx.x == 0) s.totals = {carry_end, carry.padded, carry.tiles, carry.qcols, carry.qtiles};
   __syncthreads();
 }
 

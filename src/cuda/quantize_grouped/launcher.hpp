@@ -4,7 +4,7 @@
 
 namespace mxq::cuda {
 
-// Validated arguments with token groups; MXFP8 formats only (others: Code::unsupported). Reads no
+// Validated arguments with token groups, every format (nvfp4: writes the tensor scales too). Reads no
 // offsets on the host, never synchronises, allocates nothing: capturable in a CUDA graph.
 Status quantize_grouped(const QuantizeArgs& args, const QuantizeSizes& sizes);
 

@@ -1,0 +1,55 @@
+// What the plain and the grouped quantize launchers share: the tile Problem filled from validated
+// arguments, and the mapping of runtime (dtype, format, rule, directions) to the compile-time
+// arguments of the tile kernels.
+#pragma once
+#include <type_traits>
+
+#include "../common.cuh"
+#include "kernel.cuh"
+
+namespace mxq::cuda::quant {
+
+template <ScaleRule R>
+using RuleTag = std::integral_constant<ScaleRule, R>;
+template <bool B>
+using Flag = std::bool_constant<B>;
+
+// Calls fn(In{}, Fmt{}, RuleTag<rule>{}): the MX rule is a template argument of the kernels (a
+// runtime rule would compile both rules' code and a branch into every scale); nvfp4 has no rule.
+template <class Fn>
+Status dispatch_tile_types(DType t, Format f, ScaleRule rule, Fn&& fn) {
+  return dispatch_input(t, [&](auto in) {
+    return num::dispatch_format(f, [&](auto fmt) {
+      if constexpr (decltype(fmt)::nv) {
+        return fn(in, fmt, RuleTag<ScaleRule::rceil>{});
+      } else {
+        return rule == ScaleRule::floor ? fn(in, fmt, RuleTag<ScaleRule::floor>{})
+                                        : fn(in, fmt, RuleTag<ScaleRule::rceil>{});
+      }
+    });
+  });
+}
+
+// Calls fn(Flag<rowwise>{}, Flag<colwise>{}) for direction d.
+template <class Fn>
+Status dispatch_directions(Direction d, Fn&& fn) {
+  switch (d) {
+    case Direction::rowwise: return fn(Flag<true>{}, Flag<false>{});
+    case Direction::colwise: return fn(Flag<false>{}, Flag<true>{});
+    default: return fn(Flag<true>{}, Flag<true>{});
+  }
+}
+
+// Lets `kernel` use `bytes` of dynamic shared memory (beyond the 48 KB default).
+template <class Kernel>
+Status allow_dynamic_smem(Kernel* kernel, size_t bytes) {
+  if (bytes == 0) return {};
+  return cuda_status("quantize", cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                      static_cast<int>(bytes)));
+}
+
+// The tile Problem of validated arguments; Mc: the colwise data rows (M, or the padded rows of
+// token groups), col_scale_pitch: bytes per k row of linear colwise scales.
+Problem make_tile_problem(const QuantizeArgs& a, int64_t Mc, int64_t col_scale_pitch);
+
+}  // namespace mxq::cuda::quant
