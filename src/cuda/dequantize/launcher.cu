@@ -1,5 +1,9 @@
 // mxq::cuda::dequantize: every format, rowwise or colwise data, linear or blocked scales, to
-// bf16 / fp16 / fp32; token groups in grouped_launcher.cu.
+// bf16 / fp16 / fp32; token groups in grouped_launcher.cu. The vector kernels take rows that are
+// whole octets (a multiple of 8 long, both dimensions for colwise) at aligned addresses; every
+// other case takes the per-element tile kernel (kernel.cuh).
+#include <algorithm>
+
 #include "../../backend.hpp"
 #include "../common.cuh"
 #include "grouped_launcher.hpp"
@@ -8,8 +12,27 @@
 namespace mxq::cuda {
 namespace {
 
+constexpr int64_t kMaxGridYZ = 65535;  // the kernels loop over tile rows and batches past it
+
+template <class Fmt, class Out, bool COLWISE>
+Status launch_vector(dequant::Problem p, cudaStream_t stream) {
+  using T = dequant::VectorTile<Fmt, COLWISE>;
+  // Tiles of T::rows code rows by T::cols codes: code rows are M rowwise, K colwise.
+  p.tiles_m = num::ceil_div(p.M, COLWISE ? T::cols : T::rows);
+  const int64_t tiles_k = num::ceil_div(p.K, COLWISE ? T::rows : T::cols);
+  if (tiles_k > 0x7FFFFFFF) return Status::error(Code::unsupported, "dequantize: more than 2^31 - 1 column tiles");
+  const dim3 grid(static_cast<unsigned>(tiles_k), static_cast<unsigned>(std::min(p.tiles_m, kMaxGridYZ)),
+                  static_cast<unsigned>(std::min(p.batch, kMaxGridYZ)));
+  dequant::dequantize_vector_kernel<Fmt, Out, COLWISE><<<grid, dequant::kVectorThreads, 0, stream>>>(p);
+  return launch_status("dequantize");
+}
+
 template <class Fmt, class Out>
-Status launch(const dequant::Problem& p, bool colwise, int64_t tiles, cudaStream_t stream) {
+Status launch_per_element(dequant::Problem p, bool colwise, cudaStream_t stream) {
+  p.tiles_m = num::ceil_div(p.M, dequant::kTile);
+  p.tiles_k = num::ceil_div(p.K, dequant::kTile);
+  const int64_t tiles = p.batch * p.tiles_m * p.tiles_k;
+  if (tiles > 0x7FFFFFFF) return Status::error(Code::unsupported, "dequantize: more than 2^31 - 1 tiles");
   const dim3 block(dequant::kTile, dequant::kRowsPerPass);
   if (colwise) {
     dequant::dequantize_tile_kernel<Fmt, Out, true><<<static_cast<unsigned>(tiles), block, 0, stream>>>(p);
@@ -19,12 +42,26 @@ Status launch(const dequant::Problem& p, bool colwise, int64_t tiles, cudaStream
   return launch_status("dequantize");
 }
 
+// Whether the vector kernels apply: octets never straddle a row (or, colwise, a code row) and the
+// octet loads and 16-byte stores are aligned.
 template <class Fmt>
-Status launch_out(DType out, const dequant::Problem& p, bool colwise, int64_t tiles, cudaStream_t stream) {
+bool takes_vector_kernel(const dequant::Problem& p, bool colwise) {
+  return p.K % 8 == 0 && (!colwise || p.M % 8 == 0) && aligned_to(p.data, dequant::Octet<Fmt>::kBytes) &&
+         aligned_to(p.out, 16);
+}
+
+template <class Fmt, class Out>
+Status launch(const dequant::Problem& p, bool colwise, cudaStream_t stream) {
+  if (!takes_vector_kernel<Fmt>(p, colwise)) return launch_per_element<Fmt, Out>(p, colwise, stream);
+  return colwise ? launch_vector<Fmt, Out, true>(p, stream) : launch_vector<Fmt, Out, false>(p, stream);
+}
+
+template <class Fmt>
+Status launch_out(DType out, const dequant::Problem& p, bool colwise, cudaStream_t stream) {
   switch (out) {
-    case DType::fp16: return launch<Fmt, dequant::Fp16Out>(p, colwise, tiles, stream);
-    case DType::fp32: return launch<Fmt, dequant::Fp32Out>(p, colwise, tiles, stream);
-    default: return launch<Fmt, dequant::Bf16Out>(p, colwise, tiles, stream);
+    case DType::fp16: return launch<Fmt, dequant::Fp16Out>(p, colwise, stream);
+    case DType::fp32: return launch<Fmt, dequant::Fp32Out>(p, colwise, stream);
+    default: return launch<Fmt, dequant::Bf16Out>(p, colwise, stream);
   }
 }
 
@@ -39,6 +76,7 @@ Status dequantize(const DequantizeArgs& a) {
   p.data = static_cast<const uint8_t*>(a.data);
   p.scales = a.scales;
   p.out = a.out;
+  p.batch = a.batch;
   p.M = a.rows;
   p.K = a.cols;
   p.blocked = a.params.layout == ScaleLayout::blocked;
@@ -46,16 +84,11 @@ Status dequantize(const DequantizeArgs& a) {
   // Logical scale matrix: rowwise (M, ceil(K/b)), colwise (K, ceil(M/b)).
   const int64_t scale_rows = colwise ? p.K : p.M;
   p.scale_cols = num::ceil_div(colwise ? p.M : p.K, block);
+  p.blocked_nc = num::blocked_cols(p.scale_cols) / 4;
   p.scale_batch = p.blocked ? num::blocked_bytes(scale_rows, p.scale_cols) : scale_rows * p.scale_cols;
-  p.tiles_m = num::ceil_div(p.M, dequant::kTile);
-  p.tiles_k = num::ceil_div(p.K, dequant::kTile);
-  const int64_t tiles = a.batch * p.tiles_m * p.tiles_k;
-  if (tiles == 0) return {};
-  if (tiles > 0x7FFFFFFF) return Status::error(Code::unsupported, "dequantize: more than 2^31 - 1 tiles");
+  if (p.batch * p.M * p.K == 0) return {};
   const cudaStream_t stream = as_stream(a.stream);
-  return num::dispatch_format(f, [&](auto fmt) {
-    return launch_out<decltype(fmt)>(a.out_dtype, p, colwise, tiles, stream);
-  });
+  return num::dispatch_format(f, [&](auto fmt) { return launch_out<decltype(fmt)>(a.out_dtype, p, colwise, stream); });
 }
 
 }  // namespace mxq::cuda
