@@ -1,7 +1,12 @@
 // The fp32 -> fp8 (hardware) and fp4 (integer form) conversions of the kernels (src/cuda/convert.cuh) equal the
 // numerics core's num::encode on every one of the 2^32 fp32 inputs (the fp4 line encoder of
-// cuda/e2m1_lines.hpp on every non-NaN one; a sample with MXQ_TEST_QUICK).
+// cuda/e2m1_lines.hpp, on the device's bf16x2 instructions, on every non-NaN one; a sample with
+// MXQ_TEST_QUICK). Its power-of-two form equals num::encode(x * r) for every E8M0 reciprocal r
+// on every bf16 x and on the fp32 x whose product lands near the E2M1 grid (all of them for the
+// extreme and middle scales, a stride for the others).
 #include <gtest/gtest.h>
+
+#include <cmath>
 
 #include "cuda/convert.cuh"
 #include "cuda/e2m1_lines.hpp"
@@ -42,36 +47,64 @@ void check_exhaustive() {
   EXPECT_EQ(m.count, 0u) << "first differing fp32 input 0x" << std::hex << m.first_input;
 }
 
-// The kernels' eight-at-a-time E2M1 encoder (cuda/e2m1_lines.hpp) on every non-NaN fp32 input:
-// eight consecutive patterns per word, each at its own nibble (NaN patterns become zero: NaN only
-// occurs in poisoned blocks, which never reach that encoder).
-__global__ void compare_e2m1x8_all(uint64_t words, uint64_t stride, Mismatches* out) {
+// The kernels' E2M1 encoders (cuda/e2m1_lines.hpp), eight consecutive patterns base + i * stride
+// per word (NaN patterns become zero: NaN only occurs in poisoned blocks, which never reach them):
+// encode_e2m1 of the inputs when scale_byte < 0, else encode_e2m1_pow2 with that E8M0 byte's
+// reciprocal (first_input of a mismatch is the fp32 input; the caller reports the byte).
+__global__ void compare_e2m1_words(uint32_t base, uint64_t words, uint32_t stride, int scale_byte, Mismatches* out) {
+  const float pow2 = scale_byte < 0 ? 1.0f : num::e8m0_reciprocal(static_cast<uint8_t>(scale_byte));
   for (uint64_t w = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; w < words; w += uint64_t(gridDim.x) * blockDim.x) {
-    float y[8];
+    float x[8];
     for (int j = 0; j < 8; ++j) {
-      const uint32_t bits = static_cast<uint32_t>((w * 8 + j) * stride);
-      y[j] = (bits & 0x7FFFFFFFu) > num::kF32ExpMask ? 0.0f : num::u2f(bits);
+      const uint32_t bits = base + static_cast<uint32_t>((w * 8 + j) * stride);
+      x[j] = (bits & 0x7FFFFFFFu) > num::kF32ExpMask ? 0.0f : num::u2f(bits);
     }
-    const uint32_t word = cuda::encode_e2m1x8(y, y);
+    const uint32_t word = scale_byte < 0 ? cuda::encode_e2m1(x) : cuda::encode_e2m1_pow2(x, pow2);
     for (int j = 0; j < 8; ++j) {
-      if (((word >> (4 * j)) & 0xFu) != num::encode<num::E2M1>(y[j])) {
-        if (atomicAdd(&out->count, 1ull) == 0) out->first_input = num::f2u(y[j]);
+      if (((word >> (4 * j)) & 0xFu) != num::encode<num::E2M1>(x[j] * pow2)) {
+        if (atomicAdd(&out->count, 1ull) == 0) out->first_input = num::f2u(x[j]);
       }
     }
   }
 }
 
-TEST(CudaConvert, E2M1LinesEqualNumericsOnAllNonNanFp32) {
+Mismatches compare_e2m1(uint32_t base, uint64_t count, uint32_t stride, int scale_byte) {
   DeviceBuffer buf(sizeof(Mismatches));
   buf.fill(0);
-  const uint64_t stride = quick_mode() ? 40503 : 1;
-  const uint64_t words = (uint64_t{1} << 32) / stride / 8;
-  compare_e2m1x8_all<<<1024, 256>>>(words, stride, reinterpret_cast<Mismatches*>(buf.get()));
-  MXQ_CUDA_CHECK(cudaGetLastError());
-  MXQ_CUDA_CHECK(cudaDeviceSynchronize());
-  Mismatches m;
+  compare_e2m1_words<<<1024, 256>>>(base, (count + 7) / 8, stride, scale_byte, reinterpret_cast<Mismatches*>(buf.get()));
+  Mismatches m{};
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   std::memcpy(&m, buf.download().data(), sizeof m);
+  return m;
+}
+
+TEST(CudaConvert, E2M1LinesEqualNumericsOnAllNonNanFp32) {
+  const uint32_t stride = quick_mode() ? 40503 : 1;
+  const Mismatches m = compare_e2m1(0, (uint64_t{1} << 32) / stride, stride, -1);
   EXPECT_EQ(m.count, 0u) << "first differing fp32 input 0x" << std::hex << m.first_input;
+}
+
+TEST(CudaConvert, E2M1Pow2EqualsNumericsOnEveryBf16AndScale) {
+  for (int b = 0; b <= 254; ++b) {
+    const Mismatches m = compare_e2m1(0, 0x10000u, 0x10000u, b);  // bf16 h is fp32 h << 16
+    ASSERT_EQ(m.count, 0u) << "E8M0 byte " << b << ", first differing input 0x" << std::hex << m.first_input;
+  }
+}
+
+TEST(CudaConvert, E2M1Pow2EqualsNumericsNearEachScalesGrid) {
+  // fp32 x with x * 2^(127 - b) in [2^-3, 2^4) (fp32 subnormals included, clamped to the finite
+  // range), both signs: every pattern for the extreme and middle scales, a stride for the others.
+  for (int b = 0; b <= 254; ++b) {
+    const bool all = !quick_mode() && (b <= 2 || (b >= 126 && b <= 128) || b >= 252);
+    const uint32_t stride = all ? 1 : (quick_mode() ? 40503 : 61);
+    const uint32_t lo = num::f2u(std::ldexp(1.0f, b - 130));
+    const uint32_t hi = b - 123 >= 128 ? 0x7F7FFFFFu : num::f2u(std::ldexp(1.0f, b - 123));
+    for (uint32_t sign : {0u, 0x80000000u}) {
+      const Mismatches m = compare_e2m1(sign | lo, (hi - lo) / stride, stride, b);
+      ASSERT_EQ(m.count, 0u) << "E8M0 byte " << b << ", first differing input 0x" << std::hex << m.first_input;
+    }
+  }
 }
 
 TEST(CudaConvert, E4M3HardwareEqualsNumericsOnAllFp32) { check_exhaustive<num::E4M3>(); }

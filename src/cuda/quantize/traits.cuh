@@ -66,20 +66,46 @@ constexpr bool e8m0_reciprocal_finite_matches_core() {
 }
 static_assert(e8m0_reciprocal_finite_matches_core(), "bit-identical to num::e8m0_reciprocal for bytes 0..254");
 
+// num::decode<E4M3> of every finite UE4M3 scale byte (0..0x7E), without its branches: the byte
+// shifted into the fp32 exponent and mantissa fields reads as the same value times 2^-120 (its
+// subnormals as fp32 subnormals, both exact), which one exact multiply restores.
+__host__ __device__ constexpr float e4m3_value_finite(uint8_t sf) {
+  return num::u2f(uint32_t{sf} << 20) * 0x1p120f;
+}
+
+constexpr bool e4m3_value_finite_matches_core() {
+  for (int b = 0; b <= 0x7E; ++b) {
+    const uint8_t byte = static_cast<uint8_t>(b);
+    if (num::f2u(e4m3_value_finite(byte)) != num::f2u(num::decode<num::E4M3>(byte))) return false;
+  }
+  return true;
+}
+static_assert(e4m3_value_finite_matches_core(), "bit-identical to num::decode<E4M3> for bytes 0..0x7E");
+
 // The scale rule of one batch: MX blocks use `rule`; nvfp4 blocks use the batch's tensor scales.
 template <class Fmt>
 struct BlockScaler {
   ScaleRule rule;
   float s_enc, s_dec;
   __device__ __forceinline__ uint8_t scale(uint32_t amax_bits) const {
-    return num::block_scale<Fmt>(amax_bits, rule, s_enc);
+    if constexpr (Fmt::nv) {
+      // num::nvfp4_block_scale with the e4m3 conversion of convert.cuh (proven equal to
+      // num::encode<E4M3> on every fp32 input) and the poison byte selected, not branched to.
+      const float v = num::u2f(amax_bits) * (s_enc * num::kNvfp4OneSixth);
+      const uint8_t sf = static_cast<uint8_t>(encode_pair<num::E4M3>(v, 0.0f));
+      return num::is_nonfinite_abs_bits(amax_bits) ? num::kNvfp4ScaleNaN : sf;
+    } else {
+      return num::block_scale<Fmt>(amax_bits, rule, s_enc);
+    }
   }
   // Element multiplier of a block; unused (0) for a poisoned block, whose codes are all NaN. A
   // finite MX block's byte is at most 254 (both rules clamp), where e8m0_reciprocal_finite is
-  // num::element_multiplier.
+  // num::element_multiplier; a finite nvfp4 block's byte is at most 0x7E, where
+  // e4m3_value_finite is num::decode<E4M3> in num::nvfp4_element_multiplier's formula.
   __device__ __forceinline__ float multiplier(uint8_t sb, bool poisoned) const {
     if constexpr (Fmt::nv) {
-      return poisoned ? 0.0f : num::element_multiplier<Fmt>(sb, s_dec);
+      const float e = fminf(1.0f / (e4m3_value_finite(sb) * s_dec), num::kFltMax);  // 1/0 = Inf -> FLT_MAX
+      return poisoned ? 0.0f : e;
     } else {
       return poisoned ? 0.0f : e8m0_reciprocal_finite(sb);
     }
@@ -107,18 +133,22 @@ __device__ __forceinline__ uint64_t encode_codes(const float* x, float mult, boo
   for (int j = 0; j < 32 / Elem::bits; ++j) nan_half |= uint32_t{Elem::nan_code} << (j * Elem::bits);
   uint32_t half[2] = {0, 0};
   if constexpr (Elem::bits == 4) {
-    // fp4: eight codes per 32-bit word at once (src/cuda/e2m1_lines.hpp), signs from the unscaled
-    // inputs (the multiplier is positive); fewer than eight (fp32 rows) are padded with zeros,
-    // whose codes are zero.
+    // fp4: eight codes per 32-bit word (four for fp32 rows), two per bf16x2 instruction
+    // (src/cuda/e2m1_lines.hpp). MX multipliers are powers of two, folded into the encoder's
+    // lines; nvfp4's fp32 products are rounded first, as num::encode_element does.
+    constexpr int kWord = N < 8 ? N : 8;
 #pragma unroll
-    for (int q = 0; q < (N + 7) / 8; ++q) {
-      float y[8], sign_src[8];
+    for (int q = 0; q < N / kWord; ++q) {
+      float v[kWord];
+      if constexpr (Fmt::nv) {
 #pragma unroll
-      for (int j = 0; j < 8; ++j) {
-        sign_src[j] = 8 * q + j < N ? x[8 * q + j] : 0.0f;
-        y[j] = sign_src[j] * mult;
+        for (int j = 0; j < kWord; ++j) v[j] = x[kWord * q + j] * mult;
+        half[q] = encode_e2m1(v);
+      } else {
+#pragma unroll
+        for (int j = 0; j < kWord; ++j) v[j] = x[kWord * q + j];
+        half[q] = encode_e2m1_pow2(v, mult);
       }
-      half[q] = encode_e2m1x8(y, sign_src);
     }
   } else {
 #pragma unroll
