@@ -213,6 +213,18 @@ __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c,
       cp_async_16(&staged[row * T::chunks_per_row + chunk], in + (c.m0 + row) * p.row_stride + k);
     }
     cp_async_wait_all();
+  } else if (p.vec_in && k + T::vec <= p.K) {  // whole chunks: rows past in_rows are zero-filled
+#pragma unroll
+    for (int i = 0; i < T::passes; ++i) {
+      const int row = row0 + i * T::rows_per_pass;
+      uint4* dst = &staged[row * T::chunks_per_row + chunk];
+      if (row < c.in_rows) {
+        cp_async_16(dst, in + (c.m0 + row) * p.row_stride + k);
+      } else {
+        *dst = make_uint4(0, 0, 0, 0);
+      }
+    }
+    cp_async_wait_all();
   } else {
 #pragma unroll
     for (int i = 0; i < T::passes; ++i) {
@@ -318,12 +330,13 @@ __device__ __forceinline__ uint32_t reduce_scatter_amax(uint32_t (&part)[L], int
   return part[0];
 }
 
-// Where a thread's rowwise codes go: pass i at base + i * pass_bytes, written whole when `vec`,
-// else only for i * rows_per_pass < rows_left and only the first `bytes` bytes (edge tiles).
+// Where a thread's rowwise codes go: pass i at base + i * pass_bytes, only for i * rows_per_pass
+// < rows_left (every pass when all_rows); one vector store when `vec`, else the first `bytes`
+// bytes one by one (edge tiles).
 struct RowOut {
   uint8_t* base;
   int64_t pass_bytes;
-  bool vec;
+  bool vec, all_rows;
   int rows_left, bytes;
 };
 
@@ -362,10 +375,14 @@ __device__ __forceinline__ void quantize_row_passes(const Problem& p, const Tile
     const float block_mult = __shfl_sync(0xFFFFFFFFu, mult, q, L);
     const uint64_t codes = encode_codes<Fmt, T::vec>(x, block_mult, ((poisoned_passes >> q) & 1u) != 0);
     uint8_t* dst = out.base + i * out.pass_bytes;
-    if (out.vec) {
+    if (out.vec && out.all_rows) {
       store_vec<T::row_bytes_per_chunk>(dst, codes);
     } else if (i * T::rows_per_pass < out.rows_left) {
-      for (int j = 0; j < out.bytes; ++j) dst[j] = static_cast<uint8_t>(codes >> (8 * j));
+      if (out.vec) {
+        store_vec<T::row_bytes_per_chunk>(dst, codes);
+      } else {
+        for (int j = 0; j < out.bytes; ++j) dst[j] = static_cast<uint8_t>(codes >> (8 * j));
+      }
     }
   }
 }
@@ -380,7 +397,8 @@ __device__ __forceinline__ void quantize_rows(const Problem& p, const TileCoord&
   RowOut out;
   out.base = row_out;
   out.pass_bytes = code_bytes<T>(T::rows_per_pass * p.K);
-  out.vec = c.row_rows == kTileRows && c.k_full && p.vec_row_out;
+  out.vec = c.k_full && p.vec_row_out;
+  out.all_rows = c.row_rows == kTileRows;
   out.rows_left = c.row_rows - row0;
   out.bytes = static_cast<int>(min(code_bytes<T>(p.K - c.k0 - chunk * T::vec), int64_t{T::row_bytes_per_chunk}));
 #pragma unroll
@@ -497,13 +515,14 @@ __device__ __forceinline__ void store_col_tile(const Problem& p, const TileCoord
   const int64_t col_byte0 = code_bytes<T>(c.col_m0);
   uint8_t* dst = p.col_data + (c.b * p.K + c.k0 + row0) * out_row + col_byte0 + chunk * 16;
   const int64_t step_bytes = kRowsPerStep * out_row;
-  const bool vec = c.col_rows == kTileRows && c.k_full && p.vec_col_out && col_byte0 % 16 == 0;
   const int row_bytes = static_cast<int>(code_bytes<T>(c.col_rows));  // bytes of a row the tile writes
+  // This thread's 16 bytes of each row lie inside the tile's rows (always, for full tiles).
+  const bool whole = p.vec_col_out && col_byte0 % 16 == 0 && chunk * 16 + 16 <= row_bytes;
 #pragma unroll
   for (int step = 0; step < kTileCols / kRowsPerStep; ++step, dst += step_bytes) {
     const int row = row0 + step * kRowsPerStep;
     const uint4 v = *reinterpret_cast<const uint4*>(out_tile + col_out_offset<T>(row, chunk * 16));
-    if (vec) {
+    if (whole && (c.k_full || c.k0 + row < p.K)) {
       *reinterpret_cast<uint4*>(dst) = v;
     } else if (c.k0 + row < p.K) {
       uint8_t b[16];

@@ -71,26 +71,27 @@ struct GroupTotals {
   int64_t qtiles = 0;
 };
 
-template <int Threads, int Items>
+template <int Threads, int Items, int Tiles>
 struct GroupWalkStorage {
   using MaxScan = cub::BlockScan<int32_t, Threads, cub::BLOCK_SCAN_WARP_SCANS>;
   using SumScan = cub::BlockScan<GroupSums, Threads, cub::BLOCK_SCAN_WARP_SCANS>;
   // Separate storage: the barrier inside each scan orders the reuse of the other one's storage.
   typename MaxScan::TempStorage max_scan;
   typename SumScan::TempStorage sum_scan;
-  TileGroup group;
+  TileGroup group[Tiles];  // of the row tiles first .. first + Tiles - 1
   GroupTotals totals;
 };
 
-// Walks all groups; on return (after a barrier) s.group holds the group of row tile `tile` (found
-// false when the tile is past the last group) and s.totals the sums over all groups. Every thread
-// of the CTA must call it.
-template <int Threads, int Items>
-__device__ void find_tile_group(const GroupWalk& w, int64_t tile, bool write_offsets,
-                                GroupWalkStorage<Threads, Items>& s) {
-  using Storage = GroupWalkStorage<Threads, Items>;
+// Walks all groups; on return (after a barrier) s.group[i] holds the group of row tile first + i
+// for i < count <= Tiles (found false when the tile is past the last group) and s.totals the sums
+// over all groups. Every thread of the CTA must call it.
+template <int Threads, int Items, int Tiles>
+__device__ void find_tile_groups(const GroupWalk& w, int64_t first_tile, int count, bool write_offsets,
+                                 GroupWalkStorage<Threads, Items, Tiles>& s) {
+  using Storage = GroupWalkStorage<Threads, Items, Tiles>;
   constexpr int kChunk = Threads * Items;
-  if (threadIdx.x == 0) s.group.found = false;
+  if (threadIdx.x < Tiles) s.group[threadIdx.x].found = false;
+  __syncthreads();
   int32_t carry_end = 0;  // every thread keeps the running carries in registers
   GroupSums carry;
   for (int64_t first = 0; first < w.G; first += kChunk) {
@@ -131,8 +132,11 @@ __device__ void find_tile_group(const GroupWalk& w, int64_t tile, bool write_off
     for (int k = 0; k < Items; ++k) {
       const int64_t g = first + threadIdx.x * Items + k;
       if (g < w.G) {
-        if (tile >= before.tiles && tile < before.tiles + mine[k].tiles) {
-          TileGroup& f = s.group;  // exactly one group contains the tile
+        // Exactly one group contains each tile of the range.
+        const int64_t lo = max(int64_t{before.tiles}, first_tile);
+        const int64_t hi = min(int64_t{before.tiles} + mine[k].tiles, first_tile + count);
+        for (int64_t tile = lo; tile < hi; ++tile) {
+          TileGroup& f = s.group[tile - first_tile];
           f.found = true;
           f.in_start = starts[k];
           f.size = sizes[k];

@@ -4,8 +4,11 @@
 // the plain kernel's tile code (../quantize/kernel.cuh): only the TileCoord differs.
 //
 // The grid is sized on the host from an upper bound: tile_rows = ceil(rows / 128) + G row tiles,
-// tiles_k column tiles, dealt to CTAs in strips of column tiles of one row tile. A CTA walks the
-// device-side offsets (group_tiles.cuh) to find the group of its row tile: group g owns
+// tiles_k column tiles. A CTA takes a strip of up to kStripTiles consecutive row tiles at one
+// column tile (the column tile varies fastest over the grid, so that CTAs running together read
+// whole input rows and write neighbouring pieces of the transposed rows, as the plain kernel does)
+// and walks the device-side offsets (group_tiles.cuh) once to find the groups of its row tiles
+// (a walk per tile cost a quarter of the speed). Group g owns
 // ceil(rows_g / 128) consecutive row tiles, tile t covering its local rows [128 t, 128 t + 128),
 // and each such tile owns whole 512-byte blocked scale tiles per direction. CTAs whose row tile
 // lies past the last group zero the bytes that belong to no group (zero_fill.cuh); there is always
@@ -25,7 +28,8 @@ using quant::kThreads;
 using quant::kTileCols;
 static_assert(quant::kTileRows == kTileRows, "one tile height for the plain and the grouped kernels");
 
-constexpr int kGroupItems = 2;  // groups per thread and chunk of the walk: 512 groups per chunk (4 spilled)
+constexpr int kGroupItems = 1;  // groups per thread and chunk of the walk: 256 (more spill under the 4-CTA cap)
+constexpr int kStripTiles = 8;  // most row tiles per CTA
 
 struct GroupedProblem {
   quant::Problem tile;  // batch 1; Mc and the linear colwise pitch are the grouped ones
@@ -35,7 +39,7 @@ struct GroupedProblem {
   int64_t row_scale_bytes = 0, col_scale_bytes = 0;  // whole buffers (quantize_sizes)
   int64_t k_rows_padded = 0;                         // Rp(K): rows of each group's colwise blocked matrix
   int64_t tiles_k = 0, tile_rows = 0;
-  int64_t strip_tiles = 1, strips = 1;  // column tiles per CTA, CTAs per row tile
+  int strip_tiles = 1;  // row tiles per CTA (<= kStripTiles)
 };
 
 __device__ __forceinline__ int rows_in_tile(int64_t rows, int64_t first) {
@@ -100,32 +104,29 @@ __device__ void zero_ungrouped(const GroupedProblem& gp, const GroupTotals& t, i
   }
 }
 
-// A CTA owns the row tile blockIdx.x / strips and the strip of up to strip_tiles column tiles
-// blockIdx.x % strips of it: the group walk is paid once per strip.
+// A CTA owns column tile blockIdx.x % tiles_k of the strip of row tiles blockIdx.x / tiles_k.
 template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
 __global__ void __launch_bounds__(kThreads, (quant::TileTraits<In, Fmt>::min_ctas_per_sm))
 grouped_quantize_kernel(const GroupedProblem gp) {
   using T = quant::TileTraits<In, Fmt>;
   extern __shared__ uint4 staged_tile[];
   __shared__ quant::TileScales<T> scales;
-  __shared__ GroupWalkStorage<kThreads, kGroupItems> walk;
+  __shared__ GroupWalkStorage<kThreads, kGroupItems, kStripTiles> walk;
   // The tile's coordinates live in shared memory: held in registers beside the walk's and the
   // tile's own they made the 16-bit kernels spill under the 4-CTA register cap.
   __shared__ quant::TileCoord coord;
 
-  const int64_t trow = blockIdx.x / gp.strips;
-  const int64_t tk0 = (blockIdx.x % gp.strips) * gp.strip_tiles;
-  const int64_t tk1 = min(gp.tiles_k, tk0 + gp.strip_tiles);
-  find_tile_group(gp.walk, trow, blockIdx.x == 0, walk);
-  const TileGroup& grp = walk.group;
-  if (!grp.found) {
-    const GroupTotals totals = walk.totals;
-    for (int64_t tk = tk0; tk < tk1; ++tk) {
-      zero_ungrouped<T, ROW, COL>(gp, totals, trow - totals.tiles, gp.tile_rows - totals.tiles, tk);
+  const int64_t tk = blockIdx.x % gp.tiles_k;
+  const int64_t trow0 = blockIdx.x / gp.tiles_k * gp.strip_tiles;
+  const int count = static_cast<int>(min(int64_t{gp.strip_tiles}, gp.tile_rows - trow0));
+  find_tile_groups(gp.walk, trow0, count, blockIdx.x == 0, walk);
+  for (int i = 0; i < count; ++i) {
+    const TileGroup& grp = walk.group[i];
+    if (!grp.found) {  // past the last group: a share of the bytes of no group
+      const GroupTotals& totals = walk.totals;
+      zero_ungrouped<T, ROW, COL>(gp, totals, trow0 + i - totals.tiles, gp.tile_rows - totals.tiles, tk);
+      continue;
     }
-    return;
-  }
-  for (int64_t tk = tk0; tk < tk1; ++tk) {
     if (threadIdx.x == 0) coord = group_tile_coord<T>(gp, grp, tk);
     __syncthreads();
     quant::quantize_tile<In, Fmt, ROW, COL, kRule>(gp.tile, coord, staged_tile, scales);

@@ -45,38 +45,48 @@ GroupedProblem make_problem(const QuantizeArgs& a, const QuantizeSizes& sizes) {
   return p;
 }
 
-// Column tiles per CTA: enough to amortise the group walk of each CTA over several tiles, few
-// enough to keep about 8 CTAs per SM (2-3 waves at the kernel's occupancy).
-Status choose_strips(GroupedProblem* p) {
-  constexpr int64_t kMaxStripTiles = 8, kCtasPerSm = 8;
-  int device = 0, sms = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (e != cudaSuccess) return cuda_status("quantize", e);
-  const int64_t per_cta = p->tile_rows * p->tiles_k / (int64_t{sms} * kCtasPerSm);
-  p->strip_tiles = per_cta < 1 ? 1 : per_cta > kMaxStripTiles ? kMaxStripTiles : per_cta;
-  p->strips = num::ceil_div(p->tiles_k, p->strip_tiles);
-  return {};
+// Row tiles per CTA. A CTA walks the offsets once (about a third of a tile's time) and then runs
+// its tiles one after another; the grid runs in rounds of `slots` resident CTAs. The strip with the
+// least rounds x (tiles + walk) wins: long strips amortise the walk, short ones fill the last round
+// (e.g. 16384 x 2048: a third round that is 5 % full cost as much as the whole first one).
+int choose_strip(int64_t tile_rows, int64_t tiles_k, int64_t slots) {
+  constexpr double kWalkInTiles = 0.3;
+  int best = 1;
+  double best_cost = 0;
+  for (int s = 1; s <= qgroup::kStripTiles; ++s) {
+    const int64_t ctas = num::ceil_div(tile_rows, int64_t{s}) * tiles_k;
+    const double cost = static_cast<double>(num::ceil_div(ctas, slots)) * (s + kWalkInTiles);
+    if (s == 1 || cost <= best_cost) {  // ties: the longer strip
+      best = s;
+      best_cost = cost;
+    }
+  }
+  return best;
 }
 
 // The grid of one launch for the directions ROW / COL of p: the rows of the tile bound come from
 // the directions served; the groups' tiles from their padded size when a served direction pads.
-Status shape_launch(bool row, bool col, GroupedProblem* p, int64_t* ctas) {
+// Fails when even single-tile strips would need more than 2^31 - 1 CTAs.
+Status shape_launch(bool row, bool col, GroupedProblem* p) {
   const int64_t rows = (row && col) ? std::max(p->Mr, p->tile.Mc) : row ? p->Mr : p->tile.Mc;
   p->walk.tiles_from_padded = (row && p->row_padded) || (col && p->col_padded);
   p->walk.q_from_padded = p->col_padded;
   p->tile_rows = num::ceil_div(rows, int64_t{qgroup::kTileRows}) + p->walk.G;
-  const Status strips = choose_strips(p);
-  if (!strips.ok()) return strips;
-  *ctas = p->tile_rows * p->strips;
-  if (*ctas > 0x7FFFFFFF) return Status::error(Code::unsupported, "quantize: more than 2^31 - 1 tiles");
+  if (p->tile_rows * p->tiles_k > 0x7FFFFFFF) return Status::error(Code::unsupported, "quantize: more than 2^31 - 1 tiles");
   return {};
 }
 
 template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
-Status launch(const GroupedProblem& p, int64_t ctas, cudaStream_t stream) {
+Status launch(GroupedProblem p, cudaStream_t stream) {
+  using T = quant::TileTraits<In, Fmt>;
+  int device = 0, sms = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e != cudaSuccess) return cuda_status("quantize", e);
+  p.strip_tiles = choose_strip(p.tile_rows, p.tiles_k, int64_t{sms} * T::min_ctas_per_sm);
+  const int64_t ctas = num::ceil_div(p.tile_rows, int64_t{p.strip_tiles}) * p.tiles_k;
   auto kernel = qgroup::grouped_quantize_kernel<In, Fmt, ROW, COL, kRule>;
-  const size_t smem = quant::tile_dynamic_smem<quant::TileTraits<In, Fmt>, COL>();
+  const size_t smem = quant::tile_dynamic_smem<T, COL>();
   const Status st = quant::allow_dynamic_smem(kernel, smem);
   if (!st.ok()) return st;
   kernel<<<static_cast<unsigned>(ctas), quant::kThreads, smem, stream>>>(p);
@@ -91,12 +101,11 @@ Status quantize_grouped(const QuantizeArgs& args, const QuantizeSizes& sizes) {
   // per group, one launch each (the first writes the padded offsets).
   const bool split = d == Direction::both && !directions_share_tiles(args.groups);
   GroupedProblem first = make_problem(args, sizes), second = first;
-  int64_t first_ctas = 0, second_ctas = 0;
-  const Status shaped = shape_launch(has_rowwise(d), has_colwise(d) && !split, &first, &first_ctas);
+  const Status shaped = shape_launch(has_rowwise(d), has_colwise(d) && !split, &first);
   if (!shaped.ok()) return shaped;
   if (split) {
     second.walk.padded_starts = second.walk.padded_ends = nullptr;
-    const Status second_shaped = shape_launch(false, true, &second, &second_ctas);
+    const Status second_shaped = shape_launch(false, true, &second);
     if (!second_shaped.ok()) return second_shaped;
   }
   const cudaStream_t stream = as_stream(args.stream);
@@ -108,11 +117,11 @@ Status quantize_grouped(const QuantizeArgs& args, const QuantizeSizes& sizes) {
     using Fmt = decltype(fmt);
     constexpr ScaleRule kRule = decltype(rule)::value;
     if (split) {
-      const Status s = launch<In, Fmt, true, false, kRule>(first, first_ctas, stream);
-      return s.ok() ? launch<In, Fmt, false, true, kRule>(second, second_ctas, stream) : s;
+      const Status s = launch<In, Fmt, true, false, kRule>(first, stream);
+      return s.ok() ? launch<In, Fmt, false, true, kRule>(second, stream) : s;
     }
     return quant::dispatch_directions(d, [&](auto row, auto col) {
-      return launch<In, Fmt, decltype(row)::value, decltype(col)::value, kRule>(first, first_ctas, stream);
+      return launch<In, Fmt, decltype(row)::value, decltype(col)::value, kRule>(first, stream);
     });
   });
 }
