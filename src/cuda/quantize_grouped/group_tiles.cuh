@@ -78,16 +78,16 @@ struct GroupWalkStorage {
   // Separate storage: the barrier inside each scan orders the reuse of the other one's storage.
   typename MaxScan::TempStorage max_scan;
   typename SumScan::TempStorage sum_scan;
-  TileGroup group[Tiles];  // of the row tiles first .. first + Tiles - 1
+  TileGroup group[Tiles];  // of the row tiles first + i * stride
   GroupTotals totals;
 };
 
-// Walks all groups; on return (after a barrier) s.group[i] holds the group of row tile first + i
-// for i < count <= Tiles (found false when the tile is past the last group) and s.totals the sums
-// over all groups. Every thread of the CTA must call it.
+// Walks all groups; on return (after a barrier) s.group[i] holds the group of row tile
+// first + i * stride for i < count <= Tiles (found false when the tile is past the last group) and
+// s.totals the sums over all groups. Every thread of the CTA must call it.
 template <int Threads, int Items, int Tiles>
-__device__ void find_tile_groups(const GroupWalk& w, int64_t first_tile, int count, bool write_offsets,
-                                 GroupWalkStorage<Threads, Items, Tiles>& s) {
+__device__ void find_tile_groups(const GroupWalk& w, int64_t first_tile, int64_t stride, int count,
+                                 bool write_offsets, GroupWalkStorage<Threads, Items, Tiles>& s) {
   using Storage = GroupWalkStorage<Threads, Items, Tiles>;
   constexpr int kChunk = Threads * Items;
   if (threadIdx.x < Tiles) s.group[threadIdx.x].found = false;
@@ -132,11 +132,14 @@ __device__ void find_tile_groups(const GroupWalk& w, int64_t first_tile, int cou
     for (int k = 0; k < Items; ++k) {
       const int64_t g = first + threadIdx.x * Items + k;
       if (g < w.G) {
-        // Exactly one group contains each tile of the range.
-        const int64_t lo = max(int64_t{before.tiles}, first_tile);
-        const int64_t hi = min(int64_t{before.tiles} + mine[k].tiles, first_tile + count);
-        for (int64_t tile = lo; tile < hi; ++tile) {
-          TileGroup& f = s.group[tile - first_tile];
+        // Exactly one group contains each tile; this one holds the tiles [lo, hi), of which the
+        // CTA's are steps i_lo .. i_hi - 1.
+        const int64_t lo = before.tiles, hi = lo + mine[k].tiles;
+        const int64_t i_lo = lo <= first_tile ? 0 : num::ceil_div(lo - first_tile, stride);
+        const int64_t i_hi = hi <= first_tile ? 0 : min(int64_t{count}, num::ceil_div(hi - first_tile, stride));
+        for (int64_t i = i_lo; i < i_hi; ++i) {
+          const int64_t tile = first_tile + i * stride;
+          TileGroup& f = s.group[i];
           f.found = true;
           f.in_start = starts[k];
           f.size = sizes[k];

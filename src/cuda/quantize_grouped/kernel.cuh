@@ -4,11 +4,11 @@
 // the plain kernel's tile code (../quantize/kernel.cuh): only the TileCoord differs.
 //
 // The grid is sized on the host from an upper bound: tile_rows = ceil(rows / 128) + G row tiles,
-// tiles_k column tiles. A CTA takes a strip of up to kStripTiles consecutive row tiles at one
-// column tile (the column tile varies fastest over the grid, so that CTAs running together read
-// whole input rows and write neighbouring pieces of the transposed rows, as the plain kernel does)
-// and walks the device-side offsets (group_tiles.cuh) once to find the groups of its row tiles
-// (a walk per tile cost a quarter of the speed). Group g owns
+// tiles_k column tiles. A CTA takes up to kStripTiles row tiles, `stride` apart, at one column
+// tile, and walks the device-side offsets (group_tiles.cuh) once to find the groups of all of them
+// (a walk per tile cost a quarter of the speed). The column tile varies fastest over the grid and
+// the CTAs' k-th tiles are consecutive row tiles, so that CTAs running together read whole input
+// rows and write neighbouring pieces of the transposed rows, as the plain kernel does. Group g owns
 // ceil(rows_g / 128) consecutive row tiles, tile t covering its local rows [128 t, 128 t + 128),
 // and each such tile owns whole 512-byte blocked scale tiles per direction. CTAs whose row tile
 // lies past the last group zero the bytes that belong to no group (zero_fill.cuh); there is always
@@ -39,7 +39,8 @@ struct GroupedProblem {
   int64_t row_scale_bytes = 0, col_scale_bytes = 0;  // whole buffers (quantize_sizes)
   int64_t k_rows_padded = 0;                         // Rp(K): rows of each group's colwise blocked matrix
   int64_t tiles_k = 0, tile_rows = 0;
-  int strip_tiles = 1;  // row tiles per CTA (<= kStripTiles)
+  int strip_tiles = 1;      // row tiles per CTA (<= kStripTiles)
+  int64_t strip_stride = 1; // row tiles between a CTA's tiles: the CTAs per column tile
 };
 
 __device__ __forceinline__ int rows_in_tile(int64_t rows, int64_t first) {
@@ -104,7 +105,8 @@ __device__ void zero_ungrouped(const GroupedProblem& gp, const GroupTotals& t, i
   }
 }
 
-// A CTA owns column tile blockIdx.x % tiles_k of the strip of row tiles blockIdx.x / tiles_k.
+// A CTA owns column tile blockIdx.x % tiles_k of the row tiles r + i * strip_stride, r =
+// blockIdx.x / tiles_k.
 template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
 __global__ void __launch_bounds__(kThreads, (quant::TileTraits<In, Fmt>::min_ctas_per_sm))
 grouped_quantize_kernel(const GroupedProblem gp) {
@@ -117,14 +119,15 @@ grouped_quantize_kernel(const GroupedProblem gp) {
   __shared__ quant::TileCoord coord;
 
   const int64_t tk = blockIdx.x % gp.tiles_k;
-  const int64_t trow0 = blockIdx.x / gp.tiles_k * gp.strip_tiles;
-  const int count = static_cast<int>(min(int64_t{gp.strip_tiles}, gp.tile_rows - trow0));
-  find_tile_groups(gp.walk, trow0, count, blockIdx.x == 0, walk);
+  const int64_t trow0 = blockIdx.x / gp.tiles_k;
+  const int count = static_cast<int>(min(int64_t{gp.strip_tiles}, num::ceil_div(gp.tile_rows - trow0, gp.strip_stride)));
+  find_tile_groups(gp.walk, trow0, gp.strip_stride, count, blockIdx.x == 0, walk);
   for (int i = 0; i < count; ++i) {
     const TileGroup& grp = walk.group[i];
     if (!grp.found) {  // past the last group: a share of the bytes of no group
       const GroupTotals& totals = walk.totals;
-      zero_ungrouped<T, ROW, COL>(gp, totals, trow0 + i - totals.tiles, gp.tile_rows - totals.tiles, tk);
+      const int64_t trow = trow0 + i * gp.strip_stride;
+      zero_ungrouped<T, ROW, COL>(gp, totals, trow - totals.tiles, gp.tile_rows - totals.tiles, tk);
       continue;
     }
     if (threadIdx.x == 0) coord = group_tile_coord<T>(gp, grp, tk);

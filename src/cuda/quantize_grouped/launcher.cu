@@ -84,7 +84,8 @@ Status launch(GroupedProblem p, cudaStream_t stream) {
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (e != cudaSuccess) return cuda_status("quantize", e);
   p.strip_tiles = choose_strip(p.tile_rows, p.tiles_k, int64_t{sms} * T::min_ctas_per_sm);
-  const int64_t ctas = num::ceil_div(p.tile_rows, int64_t{p.strip_tiles}) * p.tiles_k;
+  p.strip_stride = num::ceil_div(p.tile_rows, int64_t{p.strip_tiles});
+  const int64_t ctas = p.strip_stride * p.tiles_k;
   auto kernel = qgroup::grouped_quantize_kernel<In, Fmt, ROW, COL, kRule>;
   const size_t smem = quant::tile_dynamic_smem<T, COL>();
   const Status st = quant::allow_dynamic_smem(kernel, smem);
