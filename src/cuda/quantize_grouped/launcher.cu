@@ -46,22 +46,13 @@ GroupedProblem make_problem(const QuantizeArgs& a, const QuantizeSizes& sizes) {
 }
 
 // Row tiles per CTA. A CTA walks the offsets once (about a third of a tile's time) and then runs
-// its tiles one after another; the grid runs in rounds of `slots` resident CTAs. The strip with the
-// least rounds x (tiles + walk) wins: long strips amortise the walk, short ones fill the last round
-// (e.g. 16384 x 2048: a third round that is 5 % full cost as much as the whole first one).
+// its tiles one after another, so long strips amortise the walk; but each SM holds only a few
+// CTAs, and with less than about four rounds of them the SMs wait on latency (ncu, 16384 x 2048,
+// G = 8, colwise: 5 tiles per CTA in one round kept DRAM 31 % busy against 65 % for the plain
+// kernel's four rounds). So: as many tiles per CTA as keep four rounds, at most kStripTiles.
 int choose_strip(int64_t tile_rows, int64_t tiles_k, int64_t slots) {
-  constexpr double kWalkInTiles = 0.3;
-  int best = 1;
-  double best_cost = 0;
-  for (int s = 1; s <= qgroup::kStripTiles; ++s) {
-    const int64_t ctas = num::ceil_div(tile_rows, int64_t{s}) * tiles_k;
-    const double cost = static_cast<double>(num::ceil_div(ctas, slots)) * (s + kWalkInTiles);
-    if (s == 1 || cost <= best_cost) {  // ties: the longer strip
-      best = s;
-      best_cost = cost;
-    }
-  }
-  return best;
+  constexpr int64_t kRounds = 4;
+  return static_cast<int>(std::clamp(tile_rows * tiles_k / (kRounds * slots), int64_t{1}, int64_t{qgroup::kStripTiles}));
 }
 
 // The grid of one launch for the directions ROW / COL of p: the rows of the tile bound come from

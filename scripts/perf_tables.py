@@ -1,0 +1,114 @@
+#!/usr/bin/env python3
+"""Markdown tables for docs/PERF.md from an `mxq_bench --json` file (issues 3, 4, 5, dequantize).
+
+usage: python3 scripts/perf_tables.py bench.json
+Ratios are op GB/s over the same-run copy GB/s; "met" compares them with the issues' targets.
+"""
+import json
+import sys
+from collections import defaultdict
+
+
+def shape_name(s):
+    return " × ".join(str(x) for x in (s if s[0] != 1 else s[1:]))
+
+
+def big(s):
+    return s[0] * s[1] * s[2] >= 64 * 1024 * 1024
+
+
+def verdict(ratio, target):
+    if target is None:
+        return ""
+    return "met" if ratio >= target else f"missed by {target - ratio:.3f}"
+
+
+def issue3(rows):
+    targets = {"rowwise": 0.92, "colwise": 0.90, "both": 0.88}
+    print("| shape | dir | µs (rceil) | ratio rceil | ratio floor | target | |")
+    print("|---|---|---|---|---|---|---|")
+    by = defaultdict(dict)
+    for r in rows:
+        if (r["op"] == "quantize" and r["format"] == "mxfp8" and r["groups"] == 0 and r["layout"] == "blocked"
+                and not r["graph"] and r["status"] == "ok"):
+            by[(tuple(r["shape"]), r["direction"])][r["rule"]] = r
+    for (shape, d), rules in by.items():
+        rc, fl = rules.get("rceil"), rules.get("floor")
+        if rc is None:
+            continue
+        target = 0.90 if shape[0] > 1 else targets[d]
+        if not big(shape):
+            target = 0.80 if shape == (1, 8192, 2048) else None
+        worst = min(x["ratio"] for x in rules.values())
+        floor = f"{fl['ratio']:.3f}" if fl else "—"
+        print(f"| {shape_name(shape)} | {d} | {rc['median_us']:.1f} | {rc['ratio']:.3f} | {floor} | "
+              f"{target if target else '—'} | {verdict(worst, target)} |")
+
+
+def issue4(rows):
+    print("| tokens × dim | G | pad | unpad | rowwise | fused pad + rowwise (µs × plain) | colwise K-groups | both |")
+    print("|---|---|---|---|---|---|---|---|")
+    plain = {}
+    cells = defaultdict(dict)
+    for r in rows:
+        if r["graph"] or r["status"] != "ok":
+            continue
+        shape = tuple(r["shape"])
+        if r["op"] == "quantize" and r["format"] == "mxfp8" and r["groups"] == 0 and r["direction"] == "rowwise" \
+                and r["rule"] == "rceil" and r["layout"] == "blocked":
+            plain[shape] = r
+        if r["groups"] == 0:
+            continue
+        key = (shape, r["groups"])
+        if r["op"] in ("pad", "unpad"):
+            cells[key][r["op"]] = r
+        elif r["op"] == "quantize" and r["format"] == "mxfp8":
+            name = {"rowwise": "fused" if r["pad_rowwise"] else "rowwise", "colwise": "colwise", "both": "both"}
+            cells[key][name[r["direction"]]] = r
+    for (shape, g), c in sorted(cells.items()):
+        def ratio(k):
+            return f"{c[k]['ratio']:.3f}" if k in c else "—"
+        fused = "—"
+        if "fused" in c and shape in plain:
+            fused = f"{c['fused']['ratio']:.3f} ({c['fused']['median_us'] / plain[shape]['median_us']:.2f} ×)"
+        print(f"| {shape_name(shape)} | {g} | {ratio('pad')} | {ratio('unpad')} | {ratio('rowwise')} | {fused} | "
+              f"{ratio('colwise')} | {ratio('both')} |")
+
+
+def issue5(rows):
+    print("| shape | format | amax | G | rowwise | colwise | both |")
+    print("|---|---|---|---|---|---|---|")
+    cells = defaultdict(dict)
+    for r in rows:
+        if r["op"] != "quantize" or r["format"] not in ("mxfp4", "nvfp4") or r["graph"] or r["status"] != "ok":
+            continue
+        if r["format"] == "mxfp4" and r["rule"] != "rceil":
+            continue
+        amax = r["detail"].split("amax=")[1].split()[0] if "amax=" in r["detail"] else "—"
+        cells[(tuple(r["shape"]), r["format"], amax, r["groups"])][r["direction"]] = r["ratio"]
+    for (shape, f, amax, g), c in cells.items():
+        vals = [f"{c[d]:.3f}" if d in c else "—" for d in ("rowwise", "colwise", "both")]
+        print(f"| {shape_name(shape)} | {f} | {amax} | {g} | " + " | ".join(vals) + " |")
+
+
+def dequant(rows):
+    print("| shape | format | dir | out | µs | ratio |")
+    print("|---|---|---|---|---|---|")
+    for r in rows:
+        if r["op"] == "dequantize" and not r["graph"] and r["status"] == "ok":
+            print(f"| {shape_name(r['shape'])} | {r['format']} | {r['direction']} | {r['dtype']} | "
+                  f"{r['median_us']:.1f} | {r['ratio']:.3f} |")
+
+
+def main():
+    data = json.load(open(sys.argv[1]))
+    rows = data["results"]
+    print(f"Device: {data['device']}; runs {data['runs']}; mxq {data['mxq_version']}\n")
+    for title, fn in (("Issue 3", issue3), ("Issue 4", issue4), ("Issue 5", issue5), ("Dequantize", dequant)):
+        print(f"#### {title}\n")
+        fn(rows)
+        print()
+
+
+if __name__ == "__main__":
+    main()
