@@ -167,9 +167,9 @@ TEST(CudaGroupedQuantize, ManyGroupsSpanSeveralChunksOfTheWalk) {
   }
 }
 
-// Enough row tiles that each CTA takes a strip of several column tiles (the launcher deals 8
-// CTAs per SM).
-TEST(CudaGroupedQuantize, LargeTensorsUseStripsOfColumnTiles) {
+// Enough row tiles that each CTA takes a strip of several row tiles (the launcher keeps four
+// rounds of CTAs and puts the rest into strips).
+TEST(CudaGroupedQuantize, LargeTensorsUseStripsOfRowTiles) {
   if (quick_mode()) GTEST_SKIP() << "large shapes";
   MXQ_FRESH_RNG(rng);
   const std::vector<int32_t> ends = random_group_ends(rng, 40000, 8, 2, 78);
