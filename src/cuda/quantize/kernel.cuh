@@ -569,8 +569,8 @@ __device__ __forceinline__ void store_tile_scales(const Problem& p, const TileCo
   }
 }
 
-// The shared memory of a tile beyond the caller's dynamic `staged_tile` (colwise: the raw tile,
-// then the staged output tile; T::staged_tile_bytes + T::col_out_tile_bytes).
+// The tile's staged 512-byte scale tiles, one set per direction: its shared memory besides the
+// caller's dynamic `staged_tile` (colwise: the raw tile, then the staged output tile).
 template <class T>
 struct TileScales {
   alignas(16) uint8_t row[kScaleTileBytes * T::scale_tiles];
