@@ -64,13 +64,17 @@ struct TileCoord {
   bool k_full;             // all 128 columns inside the tensor
 };
 
-// Tile `tile` of a plain tensor: batch-major, then row tiles, then column tiles.
+// Tile `tile` of a plain tensor: batch-major, then row tiles, then column tiles. 32-bit
+// divisions: the launcher keeps the tile count below 2^31.
 template <class T>
-__device__ __forceinline__ TileCoord dense_tile_coord(const Problem& p, int64_t tile) {
+__device__ __forceinline__ TileCoord dense_tile_coord(const Problem& p, uint32_t tile) {
+  const uint32_t tiles_k = static_cast<uint32_t>(p.tiles_k), tiles_m = static_cast<uint32_t>(p.tiles_m);
+  const uint32_t row_tile = tile / tiles_k;  // over all batches
+  const uint32_t b = row_tile / tiles_m;
+  const int64_t tm = row_tile - b * tiles_m;
   TileCoord c;
-  c.tk = tile % p.tiles_k;
-  const int64_t tm = (tile / p.tiles_k) % p.tiles_m;
-  c.b = tile / (p.tiles_k * p.tiles_m);
+  c.tk = tile - row_tile * tiles_k;
+  c.b = b;
   c.m0 = tm * kTileRows;
   c.k0 = c.tk * kTileCols;
   c.in_rows = c.row_rows = c.col_rows = static_cast<int>(min(p.M - c.m0, int64_t{kTileRows}));

@@ -28,7 +28,6 @@ using quant::kThreads;
 using quant::kTileCols;
 static_assert(quant::kTileRows == kTileRows, "one tile height for the plain and the grouped kernels");
 
-constexpr int kGroupItems = 1;  // groups per thread and chunk of the walk: 256 (more spill under the 4-CTA cap)
 constexpr int kStripTiles = 8;  // most row tiles per CTA
 
 struct GroupedProblem {
@@ -52,7 +51,7 @@ template <class T>
 __device__ __forceinline__ quant::TileCoord group_tile_coord(const GroupedProblem& gp, const TileGroup& grp,
                                                              int64_t tk) {
   const quant::Problem& p = gp.tile;
-  const int64_t lr0 = grp.tile * kTileRows;  // first group-local row of the tile
+  const int64_t lr0 = int64_t{grp.tile} * kTileRows;  // first group-local row of the tile
   quant::TileCoord c;
   c.b = 0;
   c.tk = tk;
@@ -61,18 +60,18 @@ __device__ __forceinline__ quant::TileCoord group_tile_coord(const GroupedProble
   c.in_rows = rows_in_tile(grp.size, lr0);
   c.row_rows = rows_in_tile(gp.row_padded ? grp.padded_rows : grp.size, lr0);
   c.col_rows = rows_in_tile(gp.col_padded ? grp.padded_rows : grp.size, lr0);
-  c.row_m0 = (gp.row_padded ? grp.padded_start : grp.in_start) + lr0;
-  c.col_m0 = (gp.col_padded ? grp.padded_start : grp.in_start) + lr0;
-  c.row_scale_tm = grp.tile_first + grp.tile;
+  c.row_m0 = int64_t{gp.row_padded ? grp.padded_start : grp.in_start} + lr0;
+  c.col_m0 = int64_t{gp.col_padded ? grp.padded_start : grp.in_start} + lr0;
+  c.row_scale_tm = int64_t{grp.tile_first} + grp.tile;
   if (p.blocked) {  // the group's own blocked matrix Rp(K) x Cp(q_g)
     c.col_scale_at = gp.k_rows_padded * 4 * grp.qtiles_first;
     c.col_scale_nc = grp.qtiles;
-    c.col_scale_c0 = grp.tile * T::scale_cols;
+    c.col_scale_c0 = int64_t{grp.tile} * T::scale_cols;
   } else {  // the group's columns of the shared linear matrix
     c.col_scale_at = 0;
-    c.col_scale_c0 = grp.q_first + grp.tile * T::scale_cols;
+    c.col_scale_c0 = grp.q_first + int64_t{grp.tile} * T::scale_cols;
   }
-  c.col_scale_end = grp.q_first + grp.q;
+  c.col_scale_end = int64_t{grp.q_first} + grp.q;
   c.k_full = c.k0 + kTileCols <= p.K;
   return c;
 }
@@ -111,29 +110,34 @@ template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
 __global__ void __launch_bounds__(kThreads, (quant::TileTraits<In, Fmt>::min_ctas_per_sm))
 grouped_quantize_kernel(const GroupedProblem gp) {
   using T = quant::TileTraits<In, Fmt>;
-  extern __shared__ uint4 staged_tile[];
+  extern __shared__ uint4 staged[];  // colwise: the staged input tile, then the staged output
   __shared__ quant::TileScales<T> scales;
-  __shared__ GroupWalkStorage<kThreads, kGroupItems, kStripTiles> walk;
-  // The tile's coordinates live in shared memory: held in registers beside the walk's and the
-  // tile's own they made the 16-bit kernels spill under the 4-CTA register cap.
-  __shared__ quant::TileCoord coord;
+  __shared__ GroupWalkStorage<kThreads, kStripTiles> walk;
+  // The tiles' coordinates live in shared memory: held in registers beside the tile code's they
+  // made the 16-bit kernels spill under the 4-CTA register cap.
+  __shared__ quant::TileCoord coord[kStripTiles];
 
-  const int64_t tk = blockIdx.x % gp.tiles_k;
-  const int64_t trow0 = blockIdx.x / gp.tiles_k;
-  const int count = static_cast<int>(min(int64_t{gp.strip_tiles}, num::ceil_div(gp.tile_rows - trow0, gp.strip_stride)));
-  find_tile_groups(gp.walk, trow0, gp.strip_stride, count, blockIdx.x == 0, walk);
-  for (int i = 0; i < count; ++i) {
-    const TileGroup& grp = walk.group[i];
-    if (!grp.found) {  // past the last group: a share of the bytes of no group
-      const GroupTotals& totals = walk.totals;
-      const int64_t trow = trow0 + i * gp.strip_stride;
-      zero_ungrouped<T, ROW, COL>(gp, totals, trow - totals.tiles, gp.tile_rows - totals.tiles, tk);
-      continue;
-    }
-    if (threadIdx.x == 0) coord = group_tile_coord<T>(gp, grp, tk);
-    __syncthreads();
-    quant::quantize_tile<In, Fmt, ROW, COL, kRule>(gp.tile, coord, staged_tile, scales);
+  const quant::Problem& p = gp.tile;
+  // 32-bit: the launcher keeps tile_rows x tiles_k below 2^31.
+  const int32_t tiles_k = static_cast<int32_t>(gp.tiles_k), stride = static_cast<int32_t>(gp.strip_stride);
+  const int32_t tk = static_cast<int32_t>(blockIdx.x) % tiles_k;
+  const int32_t trow0 = static_cast<int32_t>(blockIdx.x) / tiles_k;
+  const int count = min(gp.strip_tiles, (static_cast<int32_t>(gp.tile_rows) - trow0 + stride - 1) / stride);
+  find_tile_groups(gp.walk, trow0, stride, count, blockIdx.x == 0, walk);
+  // The strip's row tiles increase and the groups own the first row tiles: the tiles with a group
+  // come first.
+  int grouped = 0;
+  while (grouped < count && walk.group[grouped].found) ++grouped;
+  if (threadIdx.x < grouped) coord[threadIdx.x] = group_tile_coord<T>(gp, walk.group[threadIdx.x], tk);
+  __syncthreads();
+  for (int i = 0; i < grouped; ++i) {
+    quant::quantize_tile<In, Fmt, ROW, COL, kRule>(p, coord[i], staged, scales);
     __syncthreads();  // the next tile reuses the shared memory
+  }
+  for (int i = grouped; i < count; ++i) {  // past the last group: a share of the bytes of no group
+    const GroupTotals& totals = walk.totals;
+    const int32_t trow = trow0 + i * stride;
+    zero_ungrouped<T, ROW, COL>(gp, totals, trow - totals.tiles, gp.tile_rows - totals.tiles, tk);
   }
 }
 

@@ -3,6 +3,7 @@
 #include "launcher.hpp"
 
 #include <algorithm>
+#include <limits>
 
 #include "../quantize/dispatch.cuh"
 #include "../quantize/tensor_scale.hpp"
@@ -28,10 +29,12 @@ GroupedProblem make_problem(const QuantizeArgs& a, const QuantizeSizes& sizes) {
   // Linear colwise scales of groups along K: ceil(Mc / block) + G columns per k row.
   p.tile = quant::make_tile_problem(a, Mc, num::ceil_div(Mc, block) + G);
   p.walk.ends = g.groups.ends;
-  p.walk.G = G;
-  p.walk.M = a.input.rows;
-  p.walk.pad = g.pad_rowwise > 0 ? g.pad_rowwise : g.pad_colwise;
-  p.walk.block = block;
+  p.walk.G = static_cast<int32_t>(G);
+  // Rows past 2^31 - 1 lie past every int32 end offset.
+  p.walk.M = static_cast<int32_t>(std::min<int64_t>(a.input.rows, std::numeric_limits<int32_t>::max()));
+  const int32_t pad = g.pad_rowwise > 0 ? g.pad_rowwise : g.pad_colwise;  // a power of two, or 0
+  p.walk.pad_mask = pad > 0 ? pad - 1 : 0;
+  p.walk.block_shift = block == 16 ? 4 : 5;
   p.walk.padded_starts = a.out.padded_starts;
   p.walk.padded_ends = a.out.padded_ends;
   p.row_padded = g.pad_rowwise > 0;
@@ -45,11 +48,12 @@ GroupedProblem make_problem(const QuantizeArgs& a, const QuantizeSizes& sizes) {
   return p;
 }
 
-// Row tiles per CTA. A CTA walks the offsets once (about a third of a tile's time) and then runs
-// its tiles one after another, so long strips amortise the walk; but each SM holds only a few
-// CTAs, and with less than about four rounds of them the SMs wait on latency (ncu, 16384 x 2048,
-// G = 8, colwise: 5 tiles per CTA in one round kept DRAM 31 % busy against 65 % for the plain
-// kernel's four rounds). So: as many tiles per CTA as keep four rounds, at most kStripTiles.
+// Row tiles per CTA. A CTA walks the offsets once and then runs its tiles one after another, so
+// long strips amortise the walk; but each SM holds only a few CTAs, and with less than about four
+// rounds of them the SMs wait on latency (ncu, 16384 x 2048, G = 8, colwise: 5 tiles per CTA in
+// one round kept DRAM 31 % busy against 65 % for the plain kernel's four rounds; H200, two rounds
+// and strips of up to 16 tiles measured 2-8 % slower than this rule). So: as many tiles per CTA as
+// keep four rounds, at most kStripTiles.
 int choose_strip(int64_t tile_rows, int64_t tiles_k, int64_t slots) {
   constexpr int64_t kRounds = 4;
   return static_cast<int>(std::clamp(tile_rows * tiles_k / (kRounds * slots), int64_t{1}, int64_t{qgroup::kStripTiles}));
