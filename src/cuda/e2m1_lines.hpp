@@ -239,25 +239,38 @@ MXQ_HD uint32_t pack_e2m1(const uint32_t (&lines)[P], const uint32_t (&signs)[P]
   }
 }
 
-// E2M1 codes of x[j] * pow2 (x: N = 4 or 8 fp32 values, no NaN; pow2: a power of two in
-// [2^-127, 2^127]), packed low element first.
-template <int N>
-MXQ_HD uint32_t encode_e2m1_pow2(const float (&x)[N], float pow2) {
+// E2M1 codes of the elements of P = 2 or 4 pairs (as round_to_odd_bf16x2 gives them) times pow2
+// (a power of two in [2^-127, 2^127]), packed low element first.
+template <int P>
+MXQ_HD uint32_t encode_e2m1_pow2_pairs(const Bf16x2Odd (&pairs)[P], float pow2) {
   // Slopes pow2 (the high half of its fp32 bits, whose low half is zero), then pow2 / 2 and
   // pow2 / 4 from one bf16x2 multiply: exact, bf16 keeps powers of two down to 2^-133.
   const uint32_t slope_one = bf16x2_broadcast<true>(num::f2u(pow2));
   const uint32_t slopes = bf16x2_mul(slope_one, 0x3E803F00u);  // (pow2 / 2, pow2 / 4)
   const uint32_t slope_half = bf16x2_broadcast<false>(slopes);
   const uint32_t slope_quarter = bf16x2_broadcast<true>(slopes);
-  uint32_t lines[N / 2], signs[N / 2];
-  for (int k = 0; k < N / 2; ++k) {
-    const Bf16x2Odd pair = round_to_odd_bf16x2<true>(x[2 * k], x[2 * k + 1]);
-    signs[k] = pair.truncated;
-    lines[k] = e2m1_min_lines(bf16x2_fma(pair.magnitudes, slope_one, kLineBase),
-                              bf16x2_fma(pair.magnitudes, slope_half, kLineBaseOne),
-                              bf16x2_fma(pair.magnitudes, slope_quarter, kLineBaseTwo));
+  uint32_t lines[P], signs[P];
+  for (int k = 0; k < P; ++k) {
+    signs[k] = pairs[k].truncated;
+    lines[k] = e2m1_min_lines(bf16x2_fma(pairs[k].magnitudes, slope_one, kLineBase),
+                              bf16x2_fma(pairs[k].magnitudes, slope_half, kLineBaseOne),
+                              bf16x2_fma(pairs[k].magnitudes, slope_quarter, kLineBaseTwo));
   }
-  return pack_e2m1<N / 2>(lines, signs);
+  return pack_e2m1<P>(lines, signs);
+}
+
+// A packed pair of bf16 values as round_to_odd_bf16x2 gives it for their fp32 widenings (nothing
+// is cut off, so no sticky bit): for bf16 words that are not already pairs of consecutive elements
+// (a column's elements from two staged rows), one byte permute per pair instead of widening both.
+MXQ_HD Bf16x2Odd bf16x2_exact_pair(uint32_t bf16x2) { return {bf16x2, bf16x2 & 0x7FFF7FFFu}; }
+
+// E2M1 codes of x[j] * pow2 (x: N = 4 or 8 fp32 values, no NaN; pow2: a power of two in
+// [2^-127, 2^127]), packed low element first.
+template <int N>
+MXQ_HD uint32_t encode_e2m1_pow2(const float (&x)[N], float pow2) {
+  Bf16x2Odd pairs[N / 2];
+  for (int k = 0; k < N / 2; ++k) pairs[k] = round_to_odd_bf16x2<true>(x[2 * k], x[2 * k + 1]);
+  return encode_e2m1_pow2_pairs<N / 2>(pairs, pow2);
 }
 
 // E2M1 codes of y (N = 4 or 8 fp32 values, finite or infinite, no NaN), packed low element first.

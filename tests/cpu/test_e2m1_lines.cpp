@@ -166,6 +166,26 @@ TEST(E2M1Lines, HostBf16ArithmeticRoundsOnceToNearestEven) {
   EXPECT_EQ(cuda::bf16x2_mul(bf(0x1p-127f) * 0x10001u, 0x3E803F00u), 0x00100020u);  // 2^-128, 2^-129
 }
 
+// The colwise kernels hand bf16 words to encode_e2m1_pow2_pairs through bf16x2_exact_pair, not
+// through the fp32 widenings and round_to_odd_bf16x2 of encode_e2m1_pow2: the same pair for every
+// word (each half depends on its own element only: every value of one half with a stride of the
+// other, both ways round).
+TEST(E2M1Lines, Bf16WordsAreTheirOwnOddRounding) {
+  auto same = [](uint32_t w) {
+    const cuda::Bf16x2Odd a = cuda::bf16x2_exact_pair(w);
+    const cuda::Bf16x2Odd b = cuda::round_to_odd_bf16x2<true>(num::u2f(w << 16), num::u2f(w & 0xFFFF0000u));
+    return a.truncated == b.truncated && a.magnitudes == b.magnitudes;
+  };
+  uint64_t mismatches = 0;
+  for (uint32_t h = 0; h < 0x10000u; ++h) {
+    for (uint32_t other = 0; other < 0x10000u; other += 257) {
+      mismatches += !same(h | (other << 16));
+      mismatches += !same(other | (h << 16));
+    }
+  }
+  EXPECT_EQ(mismatches, 0u);
+}
+
 TEST(E2M1Lines, EqualsNumericsOnAllInputs) {
   const char* e = std::getenv("MXQ_E2M1_EXHAUSTIVE");
   if (e == nullptr || std::strcmp(e, "1") != 0) GTEST_SKIP() << "set MXQ_E2M1_EXHAUSTIVE=1 for all 2^32 inputs";

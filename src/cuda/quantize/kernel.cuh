@@ -18,7 +18,9 @@
 #pragma once
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
+#include "../common.cuh"
 #include "traits.cuh"
 
 namespace mxq::cuda::quant {
@@ -479,19 +481,36 @@ __device__ __forceinline__ void quantize_col_pairs(const Problem& p, const TileC
 #pragma unroll
     for (int q = 0; q < T::block_words; q += kWordsPerStore) {
       constexpr int kRows = kWordsPerStore * T::codes_per_word;
-      float x[2][kRows];
+      // MX fp4 of bf16: each column's elements of two rows as one bf16 pair (one byte permute),
+      // which the encoder takes as it is; else the elements widened to fp32.
+      constexpr bool kBf16Pairs = std::is_same<In, Bf16In>::value && Fmt::Elem::bits == 4 && !Fmt::nv;
+      float x[2][kBf16Pairs ? 1 : kRows];
+      uint32_t pairs[2][kBf16Pairs ? kRows / 2 : 1];
 #pragma unroll
       for (int i = 0; i < kRows; ++i) {
         const Pair w = rows[(q * T::codes_per_word + i) * kPairs];
-        x[0][i] = In::to_float(pair_half<Raw>(w, 0));
-        x[1][i] = In::to_float(pair_half<Raw>(w, 1));
+        if constexpr (kBf16Pairs) {
+          if (i % 2 == 1) {
+            const uint32_t above = rows[(q * T::codes_per_word + i - 1) * kPairs];
+            pairs[0][i / 2] = byte_perm(above, w, 0x5410);
+            pairs[1][i / 2] = byte_perm(above, w, 0x7632);
+          }
+        } else {
+          x[0][i] = In::to_float(pair_half<Raw>(w, 0));
+          x[1][i] = In::to_float(pair_half<Raw>(w, 1));
+        }
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
         uint64_t words[kWordsPerStore];
 #pragma unroll
         for (int j = 0; j < kWordsPerStore; ++j) {
-          words[j] = encode_codes<Fmt, T::codes_per_word>(x[h] + j * T::codes_per_word, mult[h], poisoned[h]);
+          if constexpr (kBf16Pairs) {
+            words[j] = encode_codes_mxfp4_bf16x2<Fmt, T::codes_per_word>(pairs[h] + j * T::codes_per_word / 2, mult[h],
+                                                                         poisoned[h]);
+          } else {
+            words[j] = encode_codes<Fmt, T::codes_per_word>(x[h] + j * T::codes_per_word, mult[h], poisoned[h]);
+          }
         }
         uint8_t* dst = out_tile + col_out_offset<T>(2 * pair + h, mb_local * T::block_bytes + q * 8);
         if constexpr (kWordsPerStore == 2) {

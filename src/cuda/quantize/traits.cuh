@@ -120,17 +120,25 @@ __device__ __forceinline__ uint32_t max_magnitudes_16x2(uint32_t acc, uint32_t p
   return __vmaxu2(acc, pair & 0x7FFF7FFFu);
 }
 
+// The codes of N elements from their two 32-bit halves, or the format's NaN codes for a poisoned
+// block (selected, not branched to: its codes are computed with multiplier 0 and discarded).
+template <class Elem, int N>
+__device__ __forceinline__ uint64_t codes_or_nan(const uint32_t (&half)[2], bool poisoned) {
+  uint32_t nan_half = 0;
+  for (int j = 0; j < 32 / Elem::bits; ++j) nan_half |= uint32_t{Elem::nan_code} << (j * Elem::bits);
+  const uint64_t codes = uint64_t{half[0]} | (uint64_t{half[1]} << 32);
+  constexpr uint64_t kWordMask = N * Elem::bits == 64 ? ~uint64_t{0} : (uint64_t{1} << (N * Elem::bits)) - 1;
+  return poisoned ? ((uint64_t{nan_half} << 32 | nan_half) & kWordMask) : codes;
+}
+
 // Codes of N consecutive elements of one block, packed low element first (N * bits <= 64).
 // A poisoned block (non-finite amax) encodes every element as the format's NaN code.
 template <class Fmt, int N>
 __device__ __forceinline__ uint64_t encode_codes(const float* x, float mult, bool poisoned) {
   using Elem = typename Fmt::Elem;
   static_assert(N % 2 == 0 && N * Elem::bits <= 64, "pairs of codes into one 64-bit word");
-  // The NaN word of a poisoned block is selected at the end (no divergent branch); its multiplier
-  // is 0 and its codes are discarded. Pairs never straddle 32 bits: two 32-bit halves with
-  // constant shifts instead of 64-bit shifts and ors.
-  uint32_t nan_half = 0;
-  for (int j = 0; j < 32 / Elem::bits; ++j) nan_half |= uint32_t{Elem::nan_code} << (j * Elem::bits);
+  // Pairs never straddle 32 bits: two 32-bit halves with constant shifts instead of 64-bit
+  // shifts and ors.
   uint32_t half[2] = {0, 0};
   if constexpr (Elem::bits == 4) {
     // fp4: eight codes per 32-bit word (four for fp32 rows), two per bf16x2 instruction
@@ -157,9 +165,23 @@ __device__ __forceinline__ uint64_t encode_codes(const float* x, float mult, boo
       half[bit / 32] |= encode_pair<Elem>(x[j] * mult, x[j + 1] * mult) << (bit % 32);
     }
   }
-  const uint64_t codes = uint64_t{half[0]} | (uint64_t{half[1]} << 32);
-  constexpr uint64_t kWordMask = N * Elem::bits == 64 ? ~uint64_t{0} : (uint64_t{1} << (N * Elem::bits)) - 1;
-  return poisoned ? ((uint64_t{nan_half} << 32 | nan_half) & kWordMask) : codes;
+  return codes_or_nan<Elem, N>(half, poisoned);
+}
+
+// encode_codes of N consecutive bf16 elements of an MX fp4 block given as N / 2 packed pairs
+// (element 2k in the low half of pairs[k]), handed to the encoder as they are.
+template <class Fmt, int N>
+__device__ __forceinline__ uint64_t encode_codes_mxfp4_bf16x2(const uint32_t* pairs, float mult, bool poisoned) {
+  static_assert(Fmt::Elem::bits == 4 && !Fmt::nv && N % 8 == 0 && N <= 16, "MX fp4, whole words of eight codes");
+  uint32_t half[2] = {0, 0};
+#pragma unroll
+  for (int q = 0; q < N / 8; ++q) {
+    Bf16x2Odd p[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) p[k] = bf16x2_exact_pair(pairs[4 * q + k]);
+    half[q] = encode_e2m1_pow2_pairs<4>(p, mult);
+  }
+  return codes_or_nan<typename Fmt::Elem, N>(half, poisoned);
 }
 
 // Codes of one colwise block (T::block consecutive rows of one column), as 64-bit words.
