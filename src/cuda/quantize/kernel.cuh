@@ -206,17 +206,21 @@ __device__ __forceinline__ void load_tile_regs(const Problem& p, const TileCoord
 }
 
 // Copies the raw tile into shared memory, row-major with kTileCols elements per row (zeros
-// outside the tensor); the caller synchronises the CTA before reading it.
+// outside the tensor); the caller synchronises the CTA before reading it. The coordinates are read
+// once, before the copies: `c` may live in shared memory, and every cp.async clobbers memory.
 template <class T>
 __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c, int chunk, int row0, uint4* staged) {
   using Raw = typename T::Raw;
   const Raw* in = static_cast<const Raw*>(p.in) + c.b * p.batch_stride;
   const int64_t k = c.k0 + chunk * T::vec;
+  const int in_rows = c.in_rows;
+  const Raw* src = in + (c.m0 + row0) * p.row_stride + k;  // pass i reads src + i * pass_stride
+  const int64_t pass_stride = T::rows_per_pass * p.row_stride;
   if (in_full(c) && p.vec_in) {
 #pragma unroll
     for (int i = 0; i < T::passes; ++i) {
       const int row = row0 + i * T::rows_per_pass;
-      cp_async_16(&staged[row * T::chunks_per_row + chunk], in + (c.m0 + row) * p.row_stride + k);
+      cp_async_16(&staged[row * T::chunks_per_row + chunk], src + i * pass_stride);
     }
     cp_async_wait_all();
   } else if (p.vec_in && k + T::vec <= p.K) {  // whole chunks: rows past in_rows are zero-filled
@@ -224,8 +228,8 @@ __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c,
     for (int i = 0; i < T::passes; ++i) {
       const int row = row0 + i * T::rows_per_pass;
       uint4* dst = &staged[row * T::chunks_per_row + chunk];
-      if (row < c.in_rows) {
-        cp_async_16(dst, in + (c.m0 + row) * p.row_stride + k);
+      if (row < in_rows) {
+        cp_async_16(dst, src + i * pass_stride);
       } else {
         *dst = make_uint4(0, 0, 0, 0);
       }

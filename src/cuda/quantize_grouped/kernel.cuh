@@ -119,9 +119,10 @@ grouped_quantize_kernel(const GroupedProblem gp) {
 
   const quant::Problem& p = gp.tile;
   // 32-bit: the launcher keeps tile_rows x tiles_k below 2^31.
-  const int32_t tiles_k = static_cast<int32_t>(gp.tiles_k), stride = static_cast<int32_t>(gp.strip_stride);
-  const int32_t tk = static_cast<int32_t>(blockIdx.x) % tiles_k;
-  const int32_t trow0 = static_cast<int32_t>(blockIdx.x) / tiles_k;
+  const uint32_t tiles_k = static_cast<uint32_t>(gp.tiles_k);
+  const int32_t stride = static_cast<int32_t>(gp.strip_stride);
+  const int32_t trow0 = static_cast<int32_t>(blockIdx.x / tiles_k);
+  const int32_t tk = static_cast<int32_t>(blockIdx.x - trow0 * tiles_k);
   const int count = min(gp.strip_tiles, (static_cast<int32_t>(gp.tile_rows) - trow0 + stride - 1) / stride);
   find_tile_groups(gp.walk, trow0, stride, count, blockIdx.x == 0, walk);
   // The strip's row tiles increase and the groups own the first row tiles: the tiles with a group
