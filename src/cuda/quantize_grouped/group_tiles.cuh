@@ -82,66 +82,130 @@ struct GroupWalkStorage {
   GroupTotals totals;
 };
 
-// Walks all groups, one per thread and step; on return (after a barrier) s.group[i] holds the
-// group of row tile first_tile + i * stride for i < count <= Tiles (found false when the tile is
-// past the last group) and s.totals the sums over all groups. Every thread of the CTA must call it.
+// The sums of one group of n clamped rows.
+__device__ __forceinline__ GroupSums group_sums(const GroupWalk& w, int32_t n) {
+  // Unsigned: a size near 2^31 plus the rounding term may pass 2^31 - 1; the results do not.
+  const uint32_t un = static_cast<uint32_t>(n), mask = static_cast<uint32_t>(w.pad_mask);
+  const uint32_t padded = (un + mask) & ~mask;
+  const uint32_t q_rows = w.q_from_padded ? padded : un;
+  GroupSums mine;
+  mine.padded = static_cast<int32_t>(padded);
+  mine.tiles = static_cast<int32_t>(((w.tiles_from_padded ? padded : un) + kTileRows - 1) / kTileRows);
+  mine.qcols = static_cast<int32_t>((q_rows + (1u << w.block_shift) - 1) >> w.block_shift);
+  mine.qtiles = (mine.qcols + 3) / 4;
+  return mine;
+}
+
+// Group g (input rows [start, start + n), `before`: the sums of the groups before it) for the
+// strip's tiles it holds, and its padded offsets when write_offsets.
+template <int Tiles>
+__device__ __forceinline__ void record_group(const GroupWalk& w, int32_t g, int32_t start, int32_t n,
+                                             const GroupSums& before, const GroupSums& mine, int32_t first_tile,
+                                             int32_t stride, int count, bool write_offsets, TileGroup (&group)[Tiles]) {
+  // Exactly one group contains each tile; this one holds the tiles [lo, hi), of which the CTA's
+  // are steps i_lo .. i_hi - 1.
+  const int32_t lo = before.tiles, hi = lo + mine.tiles;
+  const int i_lo = lo <= first_tile ? 0 : static_cast<int>((static_cast<uint32_t>(lo - first_tile) + stride - 1) / stride);
+  const int i_hi = hi <= first_tile ? 0 : min(count, static_cast<int>((static_cast<uint32_t>(hi - first_tile) + stride - 1) / stride));
+  for (int i = i_lo; i < i_hi; ++i) {
+    TileGroup& f = group[i];
+    f.found = true;
+    f.in_start = start;
+    f.size = n;
+    f.padded_start = before.padded;
+    f.padded_rows = mine.padded;
+    f.tile_first = before.tiles;
+    f.q_first = before.qcols;
+    f.q = mine.qcols;
+    f.qtiles_first = before.qtiles;
+    f.qtiles = mine.qtiles;
+    f.tile = first_tile + i * stride - before.tiles;
+  }
+  if (write_offsets) {
+    if (w.padded_starts) w.padded_starts[g] = before.padded;
+    if (w.padded_ends) w.padded_ends[g] = before.padded + mine.padded;
+  }
+}
+
+__device__ __forceinline__ GroupSums shfl_sums(const GroupSums& v, int src) {
+  return {__shfl_sync(0xFFFFFFFFu, v.padded, src), __shfl_sync(0xFFFFFFFFu, v.tiles, src),
+          __shfl_sync(0xFFFFFFFFu, v.qcols, src), __shfl_sync(0xFFFFFFFFu, v.qtiles, src)};
+}
+__device__ __forceinline__ GroupSums shfl_up_sums(const GroupSums& v, int d) {
+  return {__shfl_up_sync(0xFFFFFFFFu, v.padded, d), __shfl_up_sync(0xFFFFFFFFu, v.tiles, d),
+          __shfl_up_sync(0xFFFFFFFFu, v.qcols, d), __shfl_up_sync(0xFFFFFFFFu, v.qtiles, d)};
+}
+
+// Few groups: one warp walks them, 32 per step, with shuffle scans (no block barriers: the other
+// warps only wait at the caller's barrier, and the CTA's walk costs a tenth of the block scans').
+constexpr int kWarpWalkGroups = 64;
+
+template <int Tiles>
+__device__ void walk_groups_warp(const GroupWalk& w, int32_t first_tile, int32_t stride, int count, bool write_offsets,
+                                 TileGroup (&group)[Tiles], GroupTotals& totals) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  int32_t carry_end = 0;
+  GroupSums carry;
+  for (int32_t first = 0; first < w.G; first += 32) {
+    const int32_t g = first + lane;
+    const bool real = g < w.G;
+    const int32_t capped = min(real ? __ldg(w.ends + g) : 0, w.M);
+    // The clamped end of g is the running maximum of min(max(raw_h, 0), M) over h <= g
+    // (num::clamp_group_end).
+    int32_t incl = real ? max(capped, 0) : 0;
+    for (int d = 1; d < 32; d *= 2) {
+      const int32_t o = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+      if (lane >= d) incl = max(incl, o);
+    }
+    const int32_t up = __shfl_up_sync(0xFFFFFFFFu, incl, 1);
+    const int32_t prev = max(lane > 0 ? up : 0, carry_end);
+    const int32_t end = real ? max(capped, prev) : prev;
+    const GroupSums mine = group_sums(w, end - prev);
+    GroupSums sum = mine;  // inclusive
+    for (int d = 1; d < 32; d *= 2) {
+      const GroupSums o = shfl_up_sums(sum, d);
+      if (lane >= d) sum = AddSums{}(sum, o);
+    }
+    const GroupSums before = {carry.padded + sum.padded - mine.padded, carry.tiles + sum.tiles - mine.tiles,
+                              carry.qcols + sum.qcols - mine.qcols, carry.qtiles + sum.qtiles - mine.qtiles};
+    if (real) record_group(w, g, prev, end - prev, before, mine, first_tile, stride, count, write_offsets, group);
+    carry_end = max(carry_end, __shfl_sync(0xFFFFFFFFu, incl, 31));
+    carry = AddSums{}(carry, shfl_sums(sum, 31));
+  }
+  if (lane == 0) totals = {carry_end, carry.padded, carry.tiles, carry.qcols, carry.qtiles};
+}
+
+// Walks all groups; on return (after a barrier) s.group[i] holds the group of row tile
+// first_tile + i * stride for i < count <= Tiles (found false when the tile is past the last
+// group) and s.totals the sums over all groups. Every thread of the CTA must call it. Up to
+// kWarpWalkGroups groups one warp walks them; more, the CTA, one group per thread and step, with
+// block scans.
 template <int Threads, int Tiles>
 __device__ void find_tile_groups(const GroupWalk& w, int32_t first_tile, int32_t stride, int count,
                                  bool write_offsets, GroupWalkStorage<Threads, Tiles>& s) {
   using Storage = GroupWalkStorage<Threads, Tiles>;
   if (threadIdx.x < Tiles) s.group[threadIdx.x].found = false;
   __syncthreads();
+  if (w.G <= kWarpWalkGroups) {
+    if (threadIdx.x < 32) walk_groups_warp(w, first_tile, stride, count, write_offsets, s.group, s.totals);
+    __syncthreads();
+    return;
+  }
   int32_t carry_end = 0;  // every thread keeps the running carries in registers
   GroupSums carry;
   for (int32_t first = 0; first < w.G; first += Threads) {
     const int32_t g = first + static_cast<int32_t>(threadIdx.x);
     const bool real = g < w.G;
-    const int32_t raw = real ? __ldg(w.ends + g) : 0;
-    // The clamped end of g is the running maximum of min(max(raw_h, 0), M) over h <= g
-    // (num::clamp_group_end).
-    const int32_t capped = min(raw, w.M);
+    const int32_t capped = min(real ? __ldg(w.ends + g) : 0, w.M);
     int32_t prev, chunk_max;
     typename Storage::MaxScan(s.max_scan).ExclusiveScan(real ? max(capped, 0) : 0, prev, int32_t{0}, MaxOf{}, chunk_max);
     prev = max(prev, carry_end);
     const int32_t end = real ? max(capped, prev) : prev;
-    const int32_t n = end - prev;
-    GroupSums mine;
-    // Unsigned: a size near 2^31 plus the rounding term may pass 2^31 - 1; the results do not.
-    const uint32_t un = static_cast<uint32_t>(n), mask = static_cast<uint32_t>(w.pad_mask);
-    const uint32_t padded = (un + mask) & ~mask;
-    const uint32_t q_rows = w.q_from_padded ? padded : un;
-    mine.padded = static_cast<int32_t>(padded);
-    mine.tiles = static_cast<int32_t>(((w.tiles_from_padded ? padded : un) + kTileRows - 1) / kTileRows);
-    mine.qcols = static_cast<int32_t>((q_rows + (1u << w.block_shift) - 1) >> w.block_shift);
-    mine.qtiles = (mine.qcols + 3) / 4;
+    const GroupSums mine = group_sums(w, end - prev);
     GroupSums before, chunk_sum;
     typename Storage::SumScan(s.sum_scan).ExclusiveScan(mine, before, GroupSums{}, AddSums{}, chunk_sum);
     before = AddSums{}(carry, before);
-    if (real) {
-      // Exactly one group contains each tile; this one holds the tiles [lo, hi), of which the
-      // CTA's are steps i_lo .. i_hi - 1.
-      const int32_t lo = before.tiles, hi = lo + mine.tiles;
-      const int i_lo = lo <= first_tile ? 0 : static_cast<int>((static_cast<uint32_t>(lo - first_tile) + stride - 1) / stride);
-      const int i_hi = hi <= first_tile ? 0 : min(count, static_cast<int>((static_cast<uint32_t>(hi - first_tile) + stride - 1) / stride));
-      for (int i = i_lo; i < i_hi; ++i) {
-        TileGroup& f = s.group[i];
-        f.found = true;
-        f.in_start = prev;
-        f.size = n;
-        f.padded_start = before.padded;
-        f.padded_rows = mine.padded;
-        f.tile_first = before.tiles;
-        f.q_first = before.qcols;
-        f.q = mine.qcols;
-        f.qtiles_first = before.qtiles;
-        f.qtiles = mine.qtiles;
-        f.tile = first_tile + i * stride - before.tiles;
-      }
-      if (write_offsets) {
-        if (w.padded_starts) w.padded_starts[g] = before.padded;
-        if (w.padded_ends) w.padded_ends[g] = before.padded + mine.padded;
-      }
-    }
+    if (real) record_group(w, g, prev, end - prev, before, mine, first_tile, stride, count, write_offsets, s.group);
     carry_end = max(carry_end, chunk_max);
     carry = AddSums{}(carry, chunk_sum);
   }

@@ -4,7 +4,7 @@
 // the plain kernel's tile code (../quantize/kernel.cuh): only the TileCoord differs.
 //
 // The grid is sized on the host from an upper bound: tile_rows = ceil(rows / 128) + G row tiles,
-// tiles_k column tiles. A CTA takes up to kStripTiles row tiles, `stride` apart, at one column
+// tiles_k column tiles. A CTA takes up to kMaxStrip row tiles, `stride` apart, at one column
 // tile, and walks the device-side offsets (group_tiles.cuh) once to find the groups of all of them
 // (a walk per tile cost a quarter of the speed). The column tile varies fastest over the grid and
 // the CTAs' k-th tiles are consecutive row tiles, so that CTAs running together read whole input
@@ -32,7 +32,12 @@ static_assert(quant::kTileRows == kTileRows, "one tile height for the plain and 
 // at most 1 / 2 / 4 / 8 tiles gave colwise 0.87-0.90 / 0.91-0.92 / 0.87-0.90 / 0.82-0.86 of the
 // copy, both 0.81-0.84 / 0.88-0.90 / 0.84-0.87 / 0.77-0.82, rowwise 0.88-0.92 / 1.00 / 0.98-0.99
 // / 0.95-0.97. At 16384 tokens the four-round rule keeps strips at one tile anyway.
-constexpr int kStripTiles = 2;
+constexpr int kMaxStrip = 2;
+// Entries of the walk's per-tile storage (>= kMaxStrip). Sized for two strip tiles, the colwise
+// and both kernels measured 0.78-0.80 instead of 0.88-0.92 of the copy at 131072 x 2048 and
+// 0.77 instead of 0.89 at 16384 x 7168 (H200, same run, two repetitions; the register counts
+// were equal and the cause was not found), so the storage keeps eight.
+constexpr int kStripTiles = 8;
 
 struct GroupedProblem {
   quant::Problem tile;  // batch 1; Mc and the linear colwise pitch are the grouped ones
@@ -42,7 +47,7 @@ struct GroupedProblem {
   int64_t row_scale_bytes = 0, col_scale_bytes = 0;  // whole buffers (quantize_sizes)
   int64_t k_rows_padded = 0;                         // Rp(K): rows of each group's colwise blocked matrix
   int64_t tiles_k = 0, tile_rows = 0;
-  int strip_tiles = 1;      // row tiles per CTA (<= kStripTiles)
+  int strip_tiles = 1;      // row tiles per CTA (<= kMaxStrip)
   int64_t strip_stride = 1; // row tiles between a CTA's tiles: the CTAs per column tile
 };
 

@@ -52,10 +52,10 @@ GroupedProblem make_problem(const QuantizeArgs& a, const QuantizeSizes& sizes) {
 // strips amortise the walk; but each SM holds only a few CTAs, and with less than about four
 // rounds of them the SMs wait on latency (ncu, 16384 x 2048, G = 8, colwise: 5 tiles per CTA in
 // one round kept DRAM 31 % busy against 65 % for the plain kernel's four rounds). So: as many
-// tiles per CTA as keep four rounds, at most kStripTiles.
+// tiles per CTA as keep four rounds, at most kMaxStrip.
 int choose_strip(int64_t tile_rows, int64_t tiles_k, int64_t slots) {
   constexpr int64_t kRounds = 4;
-  return static_cast<int>(std::clamp(tile_rows * tiles_k / (kRounds * slots), int64_t{1}, int64_t{qgroup::kStripTiles}));
+  return static_cast<int>(std::clamp(tile_rows * tiles_k / (kRounds * slots), int64_t{1}, int64_t{qgroup::kMaxStrip}));
 }
 
 // The grid of one launch for the directions ROW / COL of p: the rows of the tile bound come from
