@@ -31,7 +31,7 @@ static_assert(quant::kTileRows == kTileRows, "one tile height for the plain and 
 // Most row tiles per CTA. H200, 131072 tokens x (2048 | 7168), G = 8 and 64, same run: strips of
 // at most 1 / 2 / 4 / 8 tiles gave colwise 0.87-0.90 / 0.91-0.92 / 0.87-0.90 / 0.82-0.86 of the
 // copy, both 0.81-0.84 / 0.88-0.90 / 0.84-0.87 / 0.77-0.82, rowwise 0.88-0.92 / 1.00 / 0.98-0.99
-// / 0.95-0.97. At 16384 tokens the four-round rule keeps strips at one tile anyway.
+// / 0.95-0.97.
 constexpr int kMaxStrip = 2;
 // Entries of the walk's per-tile storage (>= kMaxStrip). Sized for two strip tiles, the colwise
 // and both kernels measured 0.78-0.80 instead of 0.88-0.92 of the copy at 131072 x 2048 and

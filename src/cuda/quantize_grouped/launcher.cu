@@ -48,13 +48,17 @@ GroupedProblem make_problem(const QuantizeArgs& a, const QuantizeSizes& sizes) {
   return p;
 }
 
-// Row tiles per CTA. A CTA walks the offsets once and then runs its tiles one after another, so
-// strips amortise the walk; but each SM holds only a few CTAs, and with less than about four
-// rounds of them the SMs wait on latency (ncu, 16384 x 2048, G = 8, colwise: 5 tiles per CTA in
-// one round kept DRAM 31 % busy against 65 % for the plain kernel's four rounds). So: as many
-// tiles per CTA as keep four rounds, at most kMaxStrip.
+// Row tiles per CTA: two (kMaxStrip) once the grid has at least two tiles per CTA slot, else one.
+// A CTA walks the offsets once and then runs its tiles one after another, so a strip amortises the
+// walk. With strips of up to eight tiles, ncu showed SMs idling on latency when fewer than about
+// four rounds of CTAs were left (16384 x 2048, G = 8, colwise: 5 tiles per CTA in one round kept
+// DRAM 31 % busy against 65 % for the plain kernel's four rounds); with two-tile strips, H200, the
+// sum of the grouped times at 16384 tokens (dims 1536, 2048, 7168; G = 8, 16, 64; two runs each)
+// was 2243 us when strips needed at least one round of CTAs against 2266 us at four rounds (both
+// directions 0.82 -> 0.85-0.87 at dims 1536 and 2048, G = 64 rowwise 0.80 -> 0.85; but rowwise at
+// 16384 x 1536, G = 8, 0.95 -> 0.91).
 int choose_strip(int64_t tile_rows, int64_t tiles_k, int64_t slots) {
-  constexpr int64_t kRounds = 4;
+  constexpr int64_t kRounds = 1;
   return static_cast<int>(std::clamp(tile_rows * tiles_k / (kRounds * slots), int64_t{1}, int64_t{qgroup::kMaxStrip}));
 }
 
