@@ -1,6 +1,6 @@
 // Token groups of a grouped quantize, resolved on the device: every CTA walks the device-side end
-// offsets in chunks staged through block scans (any G, fixed shared memory, no host read, no sync)
-// and finds the group of its 128-row tile. Groups are laid out tile by tile: group g owns
+// offsets (one warp with shuffle scans up to 64 groups, else the CTA in chunks through block scans:
+// any G, fixed shared memory, no host read, no sync) and finds the groups of its 128-row tiles. Groups are laid out tile by tile: group g owns
 // ceil(rows_g / 128) consecutive row tiles, rows_g being its (padded) rows, so that each tile maps
 // onto whole 512-byte blocked scale tiles of the per-group scale layouts (docs/layouts.md: groups
 // along M start on a 128-row scale tile; groups along K own Cp(ceil(rows_g / block)) columns).
