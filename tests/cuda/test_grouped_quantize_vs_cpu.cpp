@@ -101,11 +101,15 @@ std::string describe(const HostTensor& h, const QuantizeRequest& q) {
   return s;
 }
 
-// The cpu backend once with both directions; the cuda backend rowwise, colwise and both.
-void expect_grouped_matches_cpu(const HostTensor& h, QuantizeRequest req, size_t offset = 0) {
+constexpr Direction kAllDirections[] = {Direction::rowwise, Direction::colwise, Direction::both};
+
+// The cpu backend once with both directions; the cuda backend in each of `directions`.
+template <size_t N = 3>
+void expect_grouped_matches_cpu(const HostTensor& h, QuantizeRequest req, size_t offset = 0,
+                                const Direction (&directions)[N] = kAllDirections) {
   SCOPED_TRACE(describe(h, req));
   const QuantizeResult cpu = run_quantize(h, req);
-  for (Direction d : {Direction::rowwise, Direction::colwise, Direction::both}) {
+  for (Direction d : directions) {
     SCOPED_TRACE(::testing::Message() << "cuda direction " << int(d));
     req.params.direction = d;
     req.backend = Backend::cuda;
@@ -169,8 +173,8 @@ TEST(CudaGroupedQuantize, ManyGroupsSpanSeveralChunksOfTheWalk) {
   }
 }
 
-// Enough row tiles that each CTA takes a strip of several row tiles (the launcher keeps four
-// rounds of CTAs and puts the rest into strips).
+// Enough row tiles that each CTA takes a strip of several row tiles (the launcher keeps one round
+// of CTAs and puts the rest into strips); rowwise alone takes tiles of the input rows.
 TEST(CudaGroupedQuantize, LargeTensorsUseStripsOfRowTiles) {
   if (quick_mode()) GTEST_SKIP() << "large shapes";
   MXQ_FRESH_RNG(rng);
@@ -179,6 +183,21 @@ TEST(CudaGroupedQuantize, LargeTensorsUseStripsOfRowTiles) {
   for (Format f : kFormats) {
     for (Padding pad : {Padding{32, 0}, Padding{0, 32}}) {
       expect_grouped_matches_cpu(h, grouped_request(f, ScaleRule::rceil, ScaleLayout::blocked, ends, pad));
+    }
+  }
+}
+
+// Rowwise alone with more tiles than 16 rounds of CTAs on GPUs of up to 160 SMs: the strips of
+// group-local tiles (fewer tiles take tiles of the input rows, as every other test here does).
+TEST(CudaGroupedQuantize, LargeRowwiseUsesStripsOfGroupTiles) {
+  if (quick_mode()) GTEST_SKIP() << "large shapes";
+  MXQ_FRESH_RNG(rng);
+  const std::vector<int32_t> ends = random_group_ends(rng, 12288, 16, 2, 78);
+  const HostTensor h = normal_tensor(rng, DType::bf16, 1, 12288, 14336);
+  const Direction rowwise[] = {Direction::rowwise};
+  for (Format f : {Format::mxfp8, Format::nvfp4}) {
+    for (Padding pad : {Padding{0, 0}, Padding{32, 0}}) {
+      expect_grouped_matches_cpu(h, grouped_request(f, ScaleRule::rceil, ScaleLayout::blocked, ends, pad), 0, rowwise);
     }
   }
 }

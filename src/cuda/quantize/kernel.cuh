@@ -208,7 +208,8 @@ __device__ __forceinline__ void load_tile_regs(const Problem& p, const TileCoord
 // Copies the raw tile into shared memory, row-major with kTileCols elements per row (zeros
 // outside the tensor); the caller synchronises the CTA before reading it. The coordinates are read
 // once, before the copies: `c` may live in shared memory, and every cp.async clobbers memory.
-template <class T>
+// kWait false: the caller waits for the copies (cp_async_wait_all) before its barrier.
+template <class T, bool kWait = true>
 __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c, int chunk, int row0, uint4* staged) {
   using Raw = typename T::Raw;
   const Raw* in = static_cast<const Raw*>(p.in) + c.b * p.batch_stride;
@@ -222,7 +223,7 @@ __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c,
       const int row = row0 + i * T::rows_per_pass;
       cp_async_16(&staged[row * T::chunks_per_row + chunk], src + i * pass_stride);
     }
-    cp_async_wait_all();
+    if constexpr (kWait) cp_async_wait_all();
   } else if (p.vec_in && k + T::vec <= p.K) {  // whole chunks: rows past in_rows are zero-filled
 #pragma unroll
     for (int i = 0; i < T::passes; ++i) {
@@ -234,7 +235,7 @@ __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c,
         *dst = make_uint4(0, 0, 0, 0);
       }
     }
-    cp_async_wait_all();
+    if constexpr (kWait) cp_async_wait_all();
   } else {
 #pragma unroll
     for (int i = 0; i < T::passes; ++i) {
@@ -340,25 +341,44 @@ __device__ __forceinline__ uint32_t reduce_scatter_amax(uint32_t (&part)[L], int
   return part[0];
 }
 
-// Where a thread's rowwise codes go: pass i at base + i * pass_bytes, only for i * rows_per_pass
-// < rows_left (every pass when all_rows); one vector store when `vec`, else the first `bytes`
-// bytes one by one (edge tiles).
+// One load's rowwise codes at dst: a vector store when `vec`, else the first `bytes` bytes one by
+// one (edge tiles).
+template <class T>
+__device__ __forceinline__ void store_row_codes(uint8_t* dst, uint64_t codes, bool vec, int bytes) {
+  if (vec) {
+    store_vec<T::row_bytes_per_chunk>(dst, codes);
+  } else {
+    for (int j = 0; j < bytes; ++j) dst[j] = static_cast<uint8_t>(codes >> (8 * j));
+  }
+}
+
+// Where a thread's rowwise codes go in a tile of consecutive output rows: pass i at base + i *
+// pass_bytes, only for i * rows_per_pass < rows_left (every pass when all_rows).
 struct RowOut {
   uint8_t* base;
   int64_t pass_bytes;
   bool vec, all_rows;
   int rows_left, bytes;
+  template <class T>
+  __device__ __forceinline__ void store(int i, uint64_t codes) const {
+    uint8_t* dst = base + i * pass_bytes;
+    if (vec && all_rows) {
+      store_vec<T::row_bytes_per_chunk>(dst, codes);
+    } else if (i * T::rows_per_pass < rows_left) {
+      store_row_codes<T>(dst, codes, vec, bytes);
+    }
+  }
 };
 
 // Rowwise codes of passes first .. first + L - 1 (L = lanes per block) of this thread's chunk;
-// chunk_at(i) gives the raw 16 bytes of pass i (tile row row0 + i * T::rows_per_pass). Every lane
-// of the warp calls it. Lane l computes
+// chunk_at(i) gives the raw 16 bytes of pass i (tile row row0 + i * T::rows_per_pass), and
+// out.store<T>(i, codes) writes its codes. Every lane of the warp calls it. Lane l computes
 // the scale of its block in pass first + l % L, stores its byte in the staged scale tile and
 // hands the multiplier to the block's lanes by a shuffle per pass (poison flags by one ballot).
-template <class In, class Fmt, class ChunkAt>
+template <class In, class Fmt, class ChunkAt, class Out>
 __device__ __forceinline__ void quantize_row_passes(const Problem& p, const TileCoord& c, const BlockScaler<Fmt>& scaler,
-                                                    ChunkAt chunk_at, int first, int row0, int chunk,
-                                                    const RowOut& out, uint8_t* row_scale_tile) {
+                                                    ChunkAt chunk_at, int first, int row0, int chunk, const Out& out,
+                                                    uint8_t* row_scale_tile) {
   using T = TileTraits<In, Fmt>;
   constexpr int L = T::lanes_per_block;
   const int lane = static_cast<int>(threadIdx.x) % 32;
@@ -384,44 +404,40 @@ __device__ __forceinline__ void quantize_row_passes(const Problem& p, const Tile
     chunk_to_float<In>(chunk_at(i), x);
     const float block_mult = __shfl_sync(0xFFFFFFFFu, mult, q, L);
     const uint64_t codes = encode_codes<Fmt, T::vec>(x, block_mult, ((poisoned_passes >> q) & 1u) != 0);
-    uint8_t* dst = out.base + i * out.pass_bytes;
-    if (out.vec && out.all_rows) {
-      store_vec<T::row_bytes_per_chunk>(dst, codes);
-    } else if (i * T::rows_per_pass < out.rows_left) {
-      if (out.vec) {
-        store_vec<T::row_bytes_per_chunk>(dst, codes);
-      } else {
-        for (int j = 0; j < out.bytes; ++j) dst[j] = static_cast<uint8_t>(codes >> (8 * j));
-      }
-    }
+    out.template store<T>(i, codes);
   }
 }
 
 // All rowwise passes of this thread's chunk, L at a time.
-template <class In, class Fmt, class ChunkAt>
+template <class In, class Fmt, class ChunkAt, class Out>
 __device__ __forceinline__ void quantize_rows(const Problem& p, const TileCoord& c, const BlockScaler<Fmt>& scaler,
-                                              ChunkAt chunk_at, int row0, int chunk, uint8_t* row_out,
+                                              ChunkAt chunk_at, int row0, int chunk, const Out& out,
                                               uint8_t* row_scale_tile) {
   using T = TileTraits<In, Fmt>;
   static_assert(T::passes % T::lanes_per_block == 0, "passes come in groups of lanes_per_block");
-  RowOut out;
-  out.base = row_out;
-  out.pass_bytes = code_bytes<T>(T::rows_per_pass * p.K);
-  out.vec = c.k_full && p.vec_row_out;
-  out.all_rows = c.row_rows == kTileRows;
-  out.rows_left = c.row_rows - row0;
-  out.bytes = static_cast<int>(min(code_bytes<T>(p.K - c.k0 - chunk * T::vec), int64_t{T::row_bytes_per_chunk}));
 #pragma unroll
   for (int first = 0; first < T::passes; first += T::lanes_per_block) {
     quantize_row_passes<In, Fmt>(p, c, scaler, chunk_at, first, row0, chunk, out, row_scale_tile);
   }
 }
 
-// This thread's rowwise output pointer of tile row row0 (the rows of its later passes follow at
-// T::rows_per_pass rows each).
+// Bytes of this thread's rowwise codes in a row (edge tiles: fewer than a load's).
 template <class T>
-__device__ __forceinline__ uint8_t* row_out_base(const Problem& p, const TileCoord& c, int row0, int chunk) {
-  return p.row_data + c.b * code_bytes<T>(p.M * p.K) + code_bytes<T>((c.row_m0 + row0) * p.K + c.k0 + chunk * T::vec);
+__device__ __forceinline__ int row_chunk_bytes(const Problem& p, const TileCoord& c, int chunk) {
+  return static_cast<int>(min(code_bytes<T>(p.K - c.k0 - chunk * T::vec), int64_t{T::row_bytes_per_chunk}));
+}
+
+// This thread's rowwise outputs in a tile whose rows go to consecutive output rows from c.row_m0.
+template <class T>
+__device__ __forceinline__ RowOut tile_row_out(const Problem& p, const TileCoord& c, int row0, int chunk) {
+  RowOut out;
+  out.base = p.row_data + c.b * code_bytes<T>(p.M * p.K) + code_bytes<T>((c.row_m0 + row0) * p.K + c.k0 + chunk * T::vec);
+  out.pass_bytes = code_bytes<T>(T::rows_per_pass * p.K);
+  out.vec = c.k_full && p.vec_row_out;
+  out.all_rows = c.row_rows == kTileRows;
+  out.rows_left = c.row_rows - row0;
+  out.bytes = row_chunk_bytes<T>(p, c, chunk);
+  return out;
 }
 
 // Byte offset of byte `byte` of row `row` in the staged colwise output tile (ColOut rows of
@@ -630,7 +646,7 @@ __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord&
       const auto staged_chunk = [&](int i) {
         return staged_tile[(row0 + i * T::rows_per_pass) * T::chunks_per_row + chunk];
       };
-      quantize_rows<In, Fmt>(p, c, scaler, staged_chunk, row0, chunk, row_out_base<T>(p, c, row0, chunk),
+      quantize_rows<In, Fmt>(p, c, scaler, staged_chunk, row0, chunk, tile_row_out<T>(p, c, row0, chunk),
                              row_scale_tile);
     }
     uint8_t* out_tile = reinterpret_cast<uint8_t*>(staged_tile) + T::staged_tile_bytes;
@@ -641,7 +657,7 @@ __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord&
     uint4 regs[T::passes];
     load_tile_regs<T>(p, c, chunk, row0, regs);
     const auto reg_chunk = [&](int i) { return regs[i]; };
-    quantize_rows<In, Fmt>(p, c, scaler, reg_chunk, row0, chunk, row_out_base<T>(p, c, row0, chunk), row_scale_tile);
+    quantize_rows<In, Fmt>(p, c, scaler, reg_chunk, row0, chunk, tile_row_out<T>(p, c, row0, chunk), row_scale_tile);
     __syncthreads();
   }
   store_tile_scales<T, ROW, COL>(p, c, row_scale_tile, col_scale_tile, tid);

@@ -1,6 +1,8 @@
 // Token groups of a grouped quantize, resolved on the device: every CTA walks the device-side end
 // offsets (one warp with shuffle scans up to 64 groups, else the CTA in chunks through block scans:
-// any G, fixed shared memory, no host read, no sync) and finds the groups of its 128-row tiles. Groups are laid out tile by tile: group g owns
+// any G, fixed shared memory, no host read, no sync), handing each group's offsets and sums to a
+// visitor: the strips kernel finds the groups of its 128-row tiles (find_tile_groups), the rowwise
+// kernel the groups of its input rows (rows_kernel.cuh). Groups are laid out tile by tile: group g owns
 // ceil(rows_g / 128) consecutive row tiles, rows_g being its (padded) rows, so that each tile maps
 // onto whole 512-byte blocked scale tiles of the per-group scale layouts (docs/layouts.md: groups
 // along M start on a 128-row scale tile; groups along K own Cp(ceil(rows_g / block)) columns).
@@ -63,21 +65,25 @@ struct TileGroup {
   int32_t qtiles = 0;        // ... and of this group
   int32_t tile = 0;          // this tile inside the group
 };
-struct GroupTotals {
-  int32_t end = 0;         // clamped end of the last group
-  int32_t padded_end = 0;  // sum of padded sizes
-  int32_t tiles = 0;
-  int32_t qcols = 0;
-  int32_t qtiles = 0;
+struct GroupTotals {  // no member initializers: it lives in shared memory
+  int32_t end;         // clamped end of the last group
+  int32_t padded_end;  // sum of padded sizes
+  int32_t tiles;
+  int32_t qcols;
+  int32_t qtiles;
+};
+
+template <int Threads>
+struct GroupWalkScans {
+  using MaxScan = cub::BlockScan<int32_t, Threads, cub::BLOCK_SCAN_WARP_SCANS>;
+  using SumScan = cub::BlockScan<GroupSums, Threads, cub::BLOCK_SCAN_WARP_SCANS>;
 };
 
 template <int Threads, int Tiles>
 struct GroupWalkStorage {
-  using MaxScan = cub::BlockScan<int32_t, Threads, cub::BLOCK_SCAN_WARP_SCANS>;
-  using SumScan = cub::BlockScan<GroupSums, Threads, cub::BLOCK_SCAN_WARP_SCANS>;
   // Separate storage: the barrier inside each scan orders the reuse of the other one's storage.
-  typename MaxScan::TempStorage max_scan;
-  typename SumScan::TempStorage sum_scan;
+  typename GroupWalkScans<Threads>::MaxScan::TempStorage max_scan;
+  typename GroupWalkScans<Threads>::SumScan::TempStorage sum_scan;
   TileGroup group[Tiles];  // of the row tiles first + i * stride
   GroupTotals totals;
 };
@@ -96,12 +102,11 @@ __device__ __forceinline__ GroupSums group_sums(const GroupWalk& w, int32_t n) {
   return mine;
 }
 
-// Group g (input rows [start, start + n), `before`: the sums of the groups before it) for the
-// strip's tiles it holds, and its padded offsets when write_offsets.
+// The strip tiles of group g (input rows [start, start + n), `before`: the sums of the groups
+// before it, `mine`: its own).
 template <int Tiles>
-__device__ __forceinline__ void record_group(const GroupWalk& w, int32_t g, int32_t start, int32_t n,
-                                             const GroupSums& before, const GroupSums& mine, int32_t first_tile,
-                                             int32_t stride, int count, bool write_offsets, TileGroup (&group)[Tiles]) {
+__device__ __forceinline__ void record_group(int32_t start, int32_t n, const GroupSums& before, const GroupSums& mine,
+                                             int32_t first_tile, int32_t stride, int count, TileGroup (&group)[Tiles]) {
   // Exactly one group contains each tile; this one holds the tiles [lo, hi), of which the CTA's
   // are steps i_lo .. i_hi - 1.
   const int32_t lo = before.tiles, hi = lo + mine.tiles;
@@ -121,6 +126,15 @@ __device__ __forceinline__ void record_group(const GroupWalk& w, int32_t g, int3
     f.qtiles = mine.qtiles;
     f.tile = first_tile + i * stride - before.tiles;
   }
+}
+
+// Every group's walk result goes to visit(start, n, before, mine); the padded offsets are written
+// here when write_offsets.
+template <class Visit>
+__device__ __forceinline__ void visit_group(const GroupWalk& w, int32_t g, int32_t start, int32_t n,
+                                            const GroupSums& before, const GroupSums& mine, bool write_offsets,
+                                            Visit& visit) {
+  visit(start, n, before, mine);
   if (write_offsets) {
     if (w.padded_starts) w.padded_starts[g] = before.padded;
     if (w.padded_ends) w.padded_ends[g] = before.padded + mine.padded;
@@ -139,17 +153,37 @@ __device__ __forceinline__ GroupSums shfl_up_sums(const GroupSums& v, int d) {
 // Few groups: one warp walks them, 32 per step, with shuffle scans (no block barriers: the other
 // warps only wait at the caller's barrier, and the CTA's walk costs a tenth of the block scans').
 constexpr int kWarpWalkGroups = 64;
+constexpr int kWarpWalkSteps = kWarpWalkGroups / 32;
 
-template <int Tiles>
-__device__ void walk_groups_warp(const GroupWalk& w, int32_t first_tile, int32_t stride, int count, bool write_offsets,
-                                 TileGroup (&group)[Tiles], GroupTotals& totals) {
+// The raw end offsets of the one-warp walk, lane l holding groups l and 32 + l: loaded up front,
+// so that both steps wait for one L2 round trip, which the caller may issue before other loads.
+struct WarpEnds {
+  int32_t raw[kWarpWalkSteps];
+};
+__device__ __forceinline__ WarpEnds load_warp_ends(const GroupWalk& w) {
+  const int lane = static_cast<int>(threadIdx.x % 32);
+  WarpEnds e;
+#pragma unroll
+  for (int step = 0; step < kWarpWalkSteps; ++step) {
+    const int32_t g = 32 * step + lane;
+    e.raw[step] = g < w.G ? __ldg(w.ends + g) : 0;
+  }
+  return e;
+}
+
+// The walk of G <= kWarpWalkGroups groups by one warp (all 32 lanes call it).
+template <class Visit>
+__device__ void walk_groups_warp(const GroupWalk& w, const WarpEnds& ends, bool write_offsets, Visit& visit,
+                                 GroupTotals& totals) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   int32_t carry_end = 0;
   GroupSums carry;
-  for (int32_t first = 0; first < w.G; first += 32) {
-    const int32_t g = first + lane;
+#pragma unroll
+  for (int step = 0; step < kWarpWalkSteps; ++step) {
+    if (32 * step >= w.G) break;
+    const int32_t g = 32 * step + lane;
     const bool real = g < w.G;
-    const int32_t capped = min(real ? __ldg(w.ends + g) : 0, w.M);
+    const int32_t capped = min(ends.raw[step], w.M);
     // The clamped end of g is the running maximum of min(max(raw_h, 0), M) over h <= g
     // (num::clamp_group_end).
     int32_t incl = real ? max(capped, 0) : 0;
@@ -168,29 +202,21 @@ __device__ void walk_groups_warp(const GroupWalk& w, int32_t first_tile, int32_t
     }
     const GroupSums before = {carry.padded + sum.padded - mine.padded, carry.tiles + sum.tiles - mine.tiles,
                               carry.qcols + sum.qcols - mine.qcols, carry.qtiles + sum.qtiles - mine.qtiles};
-    if (real) record_group(w, g, prev, end - prev, before, mine, first_tile, stride, count, write_offsets, group);
+    if (real) visit_group(w, g, prev, end - prev, before, mine, write_offsets, visit);
     carry_end = max(carry_end, __shfl_sync(0xFFFFFFFFu, incl, 31));
     carry = AddSums{}(carry, shfl_sums(sum, 31));
   }
   if (lane == 0) totals = {carry_end, carry.padded, carry.tiles, carry.qcols, carry.qtiles};
 }
 
-// Walks all groups; on return (after a barrier) s.group[i] holds the group of row tile
-// first_tile + i * stride for i < count <= Tiles (found false when the tile is past the last
-// group) and s.totals the sums over all groups. Every thread of the CTA must call it. Up to
-// kWarpWalkGroups groups one warp walks them; more, the CTA, one group per thread and step, with
-// block scans.
-template <int Threads, int Tiles>
-__device__ void find_tile_groups(const GroupWalk& w, int32_t first_tile, int32_t stride, int count,
-                                 bool write_offsets, GroupWalkStorage<Threads, Tiles>& s) {
-  using Storage = GroupWalkStorage<Threads, Tiles>;
-  if (threadIdx.x < Tiles) s.group[threadIdx.x].found = false;
-  __syncthreads();
-  if (w.G <= kWarpWalkGroups) {
-    if (threadIdx.x < 32) walk_groups_warp(w, first_tile, stride, count, write_offsets, s.group, s.totals);
-    __syncthreads();
-    return;
-  }
+// Many groups: the CTA walks them, one group per thread and step, with block scans; every
+// thread must call it, and `totals` is written by thread 0 (the caller's barrier publishes it).
+template <int Threads, class Visit>
+__device__ void walk_groups_block(const GroupWalk& w, bool write_offsets, Visit& visit,
+                                  typename GroupWalkScans<Threads>::MaxScan::TempStorage& max_scan,
+                                  typename GroupWalkScans<Threads>::SumScan::TempStorage& sum_scan,
+                                  GroupTotals& totals) {
+  using Scans = GroupWalkScans<Threads>;
   int32_t carry_end = 0;  // every thread keeps the running carries in registers
   GroupSums carry;
   for (int32_t first = 0; first < w.G; first += Threads) {
@@ -198,18 +224,37 @@ __device__ void find_tile_groups(const GroupWalk& w, int32_t first_tile, int32_t
     const bool real = g < w.G;
     const int32_t capped = min(real ? __ldg(w.ends + g) : 0, w.M);
     int32_t prev, chunk_max;
-    typename Storage::MaxScan(s.max_scan).ExclusiveScan(real ? max(capped, 0) : 0, prev, int32_t{0}, MaxOf{}, chunk_max);
+    typename Scans::MaxScan(max_scan).ExclusiveScan(real ? max(capped, 0) : 0, prev, int32_t{0}, MaxOf{}, chunk_max);
     prev = max(prev, carry_end);
     const int32_t end = real ? max(capped, prev) : prev;
     const GroupSums mine = group_sums(w, end - prev);
     GroupSums before, chunk_sum;
-    typename Storage::SumScan(s.sum_scan).ExclusiveScan(mine, before, GroupSums{}, AddSums{}, chunk_sum);
+    typename Scans::SumScan(sum_scan).ExclusiveScan(mine, before, GroupSums{}, AddSums{}, chunk_sum);
     before = AddSums{}(carry, before);
-    if (real) record_group(w, g, prev, end - prev, before, mine, first_tile, stride, count, write_offsets, s.group);
+    if (real) visit_group(w, g, prev, end - prev, before, mine, write_offsets, visit);
     carry_end = max(carry_end, chunk_max);
     carry = AddSums{}(carry, chunk_sum);
   }
-  if (threadIdx.x == 0) s.totals = {carry_end, carry.padded, carry.tiles, carry.qcols, carry.qtiles};
+  if (threadIdx.x == 0) totals = {carry_end, carry.padded, carry.tiles, carry.qcols, carry.qtiles};
+}
+
+// Walks all groups; on return (after a barrier) s.group[i] holds the group of row tile
+// first_tile + i * stride for i < count <= Tiles (found false when the tile is past the last
+// group) and s.totals the sums over all groups. Every thread of the CTA must call it. Up to
+// kWarpWalkGroups groups one warp walks them, more the CTA.
+template <int Threads, int Tiles>
+__device__ void find_tile_groups(const GroupWalk& w, int32_t first_tile, int32_t stride, int count,
+                                 bool write_offsets, GroupWalkStorage<Threads, Tiles>& s) {
+  if (threadIdx.x < Tiles) s.group[threadIdx.x].found = false;
+  __syncthreads();
+  auto record = [&](int32_t start, int32_t n, const GroupSums& before, const GroupSums& mine) {
+    record_group(start, n, before, mine, first_tile, stride, count, s.group);
+  };
+  if (w.G <= kWarpWalkGroups) {
+    if (threadIdx.x < 32) walk_groups_warp(w, load_warp_ends(w), write_offsets, record, s.totals);
+  } else {
+    walk_groups_block<Threads>(w, write_offsets, record, s.max_scan, s.sum_scan, s.totals);
+  }
   __syncthreads();
 }
 

@@ -1,7 +1,8 @@
 // The grouped quantize kernel: token groups along M for rowwise (per-group blocked scales,
 // optional fused padding) and along K for colwise (blocks inside each group, virtual zero rows up
 // to the padded size, K-group scales), both from one read of the tile. Each tile is quantized by
-// the plain kernel's tile code (../quantize/kernel.cuh): only the TileCoord differs.
+// the plain kernel's tile code (../quantize/kernel.cuh): only the TileCoord differs. (Rowwise
+// alone on up to 16 rounds of CTAs takes tiles of input rows instead: rows_kernel.cuh.)
 //
 // The grid is sized on the host from an upper bound: tile_rows = ceil(rows / 128) + G row tiles,
 // tiles_k column tiles. A CTA takes up to kMaxStrip row tiles, `stride` apart, at one column
