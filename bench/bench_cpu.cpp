@@ -61,7 +61,7 @@ class CpuDevice final : public BenchDevice {
   Status measure(const std::function<Status()>& op, int64_t traffic_bytes,
                  const MeasureOptions& options, Timings* timings) override {
     if (options.graph) return Status::error(Code::unsupported, "CUDA graphs need the cuda backend");
-    const int64_t copy_bytes = traffic_bytes / 2;
+    const int64_t copy_bytes = reference_copy_bytes(traffic_bytes);
     DeviceBuffer src(*this, copy_bytes), dst(*this, copy_bytes);
     std::memset(src.get(), 1, static_cast<size_t>(copy_bytes));
     for (int i = 0; i < options.warmup; ++i) {

@@ -132,7 +132,7 @@ class CudaDevice final : public BenchDevice {
 
   Status measure(const std::function<Status()>& op, int64_t traffic_bytes,
                  const MeasureOptions& options, Timings* timings) override {
-    const int64_t copy_bytes = traffic_bytes / 2;
+    const int64_t copy_bytes = reference_copy_bytes(traffic_bytes);
     DeviceBuffer src(*this, copy_bytes), dst(*this, copy_bytes);
     check(cudaMemsetAsync(src.get(), 1, static_cast<size_t>(copy_bytes), stream_), "cudaMemsetAsync");
     const auto copy = [&] {
