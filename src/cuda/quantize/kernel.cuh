@@ -1,6 +1,6 @@
 // The quantize tile: one CTA reads one 128 x 128 tile once and writes the rowwise and/or colwise
-// codes and scales of that tile. The plain kernel here maps CTA i to tile i of a (batch, M, K)
-// tensor; the token-group kernel (../quantize_grouped) maps a CTA to a tile of one group and runs
+// codes and scales of that tile. The plain kernel here maps CTA i to the i-th tile of a (batch, M,
+// K) tensor in TileOrder; the token-group kernel (../quantize_grouped) maps a CTA to a tile of one group and runs
 // the same tile code: a TileCoord says where the tile reads and writes.
 //
 // Rowwise alone works from registers: all of a thread's 16-byte loads are in flight before the
@@ -21,9 +21,41 @@
 #include <type_traits>
 
 #include "../common.cuh"
+#include "../fast_div.hpp"
 #include "traits.cuh"
 
 namespace mxq::cuda::quant {
+
+// The order in which CTAs take the (row tile, column tile) pairs of one matrix: bands of `band`
+// column tiles, row tiles within a band, column tiles fastest. With band = all column tiles
+// (plain row-major order) the CTAs resident together cover a few whole row strips: long input
+// rows, but each transposed output row gets only a few 128-byte pieces at a time, 128 KB apart at
+// M = 131072. Colwise alone on narrow bands wrote far better (H200, same run against row-major:
+// mxfp8 on bands of 2 at 131072 x 7168 0.90 -> 0.97 of the copy, grouped (G = 8) 0.90 -> 0.94,
+// 131072 x 1536 grouped 0.88 -> 0.90; mxfp4 best on bands of 4, 0.5-1 % above bands of 2). Both
+// directions were best in row-major order (bands of 2-16: 0.5-2.5 % slower, linear rowwise scales
+// up to 25 % slower), where the rowwise output rows are long too. Built on the host; 32-bit: the
+// launchers keep the tile count below 2^31.
+struct TilePlace {
+  uint32_t row, col;
+};
+struct TileOrder {
+  uint32_t band = 1, cols = 1;
+  FastDiv per_band, width, last_width;  // rows * band; band; the last band's width
+
+  TileOrder() = default;
+  TileOrder(uint32_t rows, uint32_t cols_, uint32_t band_)
+      : band(band_ < 1 ? 1 : (band_ > cols_ ? cols_ : band_)), cols(cols_), per_band(rows * band), width(band),
+        last_width(cols_ - (cols_ == 0 ? 0 : (cols_ - 1) / band * band)) {}
+
+  __device__ __forceinline__ TilePlace place(uint32_t index) const {
+    const uint32_t b = per_band.div(index);
+    const uint32_t r = index - b * per_band.d;
+    const FastDiv& w = (b + 1) * band <= cols ? width : last_width;
+    const uint32_t row = w.div(r);
+    return {row, b * band + (r - row * w.d)};
+  }
+};
 
 struct Problem {
   const void* in = nullptr;
@@ -42,6 +74,9 @@ struct Problem {
   int64_t row_scale_nc = 0;       // blocked: 512-byte tiles per 128 scale rows (Cp / 4)
   int64_t col_scale_nc = 0;
   int64_t tiles_m = 0, tiles_k = 0;
+  int64_t k_band = 1;             // column tiles per band of the tile order (TileOrder)
+  FastDiv batch_tiles;            // plain kernel: tiles per batch
+  TileOrder order;                // plain kernel: tiles_m x tiles_k
   const float* s_enc = nullptr;   // nvfp4: the batch's tensor scales, written before the launch
   const float* s_dec = nullptr;
   // Fast paths, valid for full tiles only: 16-byte input loads, vector data and scale stores.
@@ -66,16 +101,14 @@ struct TileCoord {
   bool k_full;             // all 128 columns inside the tensor
 };
 
-// Tile `tile` of a plain tensor: batch-major, then row tiles, then column tiles. 32-bit
-// divisions: the launcher keeps the tile count below 2^31.
+// Tile `tile` of a plain tensor: batch-major, then p.order within the batch.
 template <class T>
 __device__ __forceinline__ TileCoord dense_tile_coord(const Problem& p, uint32_t tile) {
-  const uint32_t tiles_k = static_cast<uint32_t>(p.tiles_k), tiles_m = static_cast<uint32_t>(p.tiles_m);
-  const uint32_t row_tile = tile / tiles_k;  // over all batches
-  const uint32_t b = row_tile / tiles_m;
-  const int64_t tm = row_tile - b * tiles_m;
+  const uint32_t b = p.batch_tiles.div(tile);
+  const TilePlace at = p.order.place(tile - b * p.batch_tiles.d);
+  const int64_t tm = at.row;
   TileCoord c;
-  c.tk = tile - row_tile * tiles_k;
+  c.tk = at.col;
   c.b = b;
   c.m0 = tm * kTileRows;
   c.k0 = c.tk * kTileCols;

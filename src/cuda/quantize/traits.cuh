@@ -15,6 +15,9 @@ namespace mxq::cuda::quant {
 
 constexpr int kTileRows = 128;
 constexpr int kTileCols = 128;
+// Colwise alone: bands of column tiles (TileOrder) whose transposed output rows hold this many
+// bytes per row tile: 2 column tiles for 8-bit codes, 4 for fp4.
+constexpr int kColwiseBandBytes = 256;
 constexpr int kThreads = 256;
 constexpr int kScaleTileBytes = 512;
 

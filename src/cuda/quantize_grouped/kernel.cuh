@@ -7,9 +7,10 @@
 // The grid is sized on the host from an upper bound: tile_rows = ceil(rows / 128) + G row tiles,
 // tiles_k column tiles. A CTA takes up to kMaxStrip row tiles, `stride` apart, at one column
 // tile, and walks the device-side offsets (group_tiles.cuh) once to find the groups of all of them
-// (a walk per tile cost a quarter of the speed). The column tile varies fastest over the grid and
-// the CTAs' k-th tiles are consecutive row tiles, so that CTAs running together read whole input
-// rows and write neighbouring pieces of the transposed rows, as the plain kernel does. Group g owns
+// (a walk per tile cost a quarter of the speed). The CTAs take (strip, column tile) in the plain
+// kernel's TileOrder: the column tile varies fastest, over all column tiles for both directions
+// (whole input rows together), over narrow bands for colwise alone (long runs of the transposed
+// rows together). Group g owns
 // ceil(rows_g / 128) consecutive row tiles, tile t covering its local rows [128 t, 128 t + 128),
 // and each such tile owns whole 512-byte blocked scale tiles per direction. CTAs whose row tile
 // lies past the last group zero the bytes that belong to no group (zero_fill.cuh); there is always
@@ -50,6 +51,7 @@ struct GroupedProblem {
   int64_t tiles_k = 0, tile_rows = 0;
   int strip_tiles = 1;      // row tiles per CTA (<= kMaxStrip)
   int64_t strip_stride = 1; // row tiles between a CTA's tiles: the CTAs per column tile
+  quant::TileOrder order;   // of the CTAs: strip_stride x tiles_k
 };
 
 __device__ __forceinline__ int rows_in_tile(int64_t rows, int64_t first) {
@@ -114,8 +116,8 @@ __device__ void zero_ungrouped(const GroupedProblem& gp, const GroupTotals& t, i
   }
 }
 
-// A CTA owns column tile blockIdx.x % tiles_k of the row tiles r + i * strip_stride, r =
-// blockIdx.x / tiles_k.
+// A CTA owns one column tile of the row tiles r + i * strip_stride, (r, column tile) taken in the
+// order gp.order (quant::TileOrder over strip_stride x tiles_k).
 template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
 __global__ void __launch_bounds__(kThreads, (quant::TileTraits<In, Fmt>::min_ctas_per_sm))
 grouped_quantize_kernel(const GroupedProblem gp) {
@@ -129,10 +131,10 @@ grouped_quantize_kernel(const GroupedProblem gp) {
 
   const quant::Problem& p = gp.tile;
   // 32-bit: the launcher keeps tile_rows x tiles_k below 2^31.
-  const uint32_t tiles_k = static_cast<uint32_t>(gp.tiles_k);
   const int32_t stride = static_cast<int32_t>(gp.strip_stride);
-  const int32_t trow0 = static_cast<int32_t>(blockIdx.x / tiles_k);
-  const int32_t tk = static_cast<int32_t>(blockIdx.x - trow0 * tiles_k);
+  const quant::TilePlace at = gp.order.place(blockIdx.x);
+  const int32_t trow0 = static_cast<int32_t>(at.row);
+  const int32_t tk = static_cast<int32_t>(at.col);
   const int count = min(gp.strip_tiles, (static_cast<int32_t>(gp.tile_rows) - trow0 + stride - 1) / stride);
   find_tile_groups(gp.walk, trow0, stride, count, blockIdx.x == 0, walk);
   // The strip's row tiles increase and the groups own the first row tiles: the tiles with a group

@@ -106,6 +106,8 @@ Status launch(GroupedProblem p, cudaStream_t stream) {
   }
   p.strip_tiles = choose_strip(p.tile_rows, p.tiles_k, slots);
   p.strip_stride = num::ceil_div(p.tile_rows, int64_t{p.strip_tiles});
+  p.order = quant::TileOrder(static_cast<uint32_t>(p.strip_stride), static_cast<uint32_t>(p.tiles_k),
+                             static_cast<uint32_t>(p.tile.k_band));
   const int64_t ctas = p.strip_stride * p.tiles_k;
   auto kernel = qgroup::grouped_quantize_kernel<In, Fmt, ROW, COL, kRule>;
   const size_t smem = quant::tile_dynamic_smem<T, COL>();
