@@ -697,7 +697,7 @@ __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord&
 }
 
 template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
-__global__ void __launch_bounds__(kThreads, (TileTraits<In, Fmt>::min_ctas_per_sm))
+__global__ void __launch_bounds__(kThreads, (min_ctas<TileTraits<In, Fmt>, COL>()))
 quantize_tile_kernel(const Problem p) {
   using T = TileTraits<In, Fmt>;
   extern __shared__ uint4 staged_tile[];

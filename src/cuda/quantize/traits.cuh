@@ -5,6 +5,7 @@
 // 4-bit codes are packed two per byte, low element first, along K (rowwise) or M (colwise).
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include <mxq/numerics.hpp>
 
@@ -23,6 +24,7 @@ constexpr int kScaleTileBytes = 512;
 
 template <class In, class Fmt>
 struct TileTraits {
+  using Input = In;
   using Raw = typename In::Raw;
   static constexpr int vec = 16 / static_cast<int>(sizeof(Raw));  // elements per 16-byte load
   static constexpr int chunks_per_row = kTileCols / vec;
@@ -49,6 +51,19 @@ struct TileTraits {
   static_assert(scale_cols == col_blocks && scale_cols % 4 == 0 && block_words >= 1,
                 "whole 512-byte blocked scale tiles per direction and whole code words per block");
 };
+
+// The launch bounds' CTAs per SM of the plain tile kernel. Colwise and both stage the tile and
+// the colwise output in shared memory, 32 + 8 KB for 16-bit input and FP4 codes: 5 CTAs fit an
+// SM, and for bf16 ptxas fits that code in the 48 registers of 5 CTAs without spills (63-64 under
+// the 4-CTA cap). H200, same run: mxfp4 both 0.85-0.87 -> 0.86-0.89 of the copy, nvfp4 colwise
+// 0.92-0.96 -> 0.95-0.99. fp16 input keeps 4 (8-420 bytes of spills under the 5-CTA cap), and so
+// does the grouped kernel (its FP4 code would spill). fp8 codes take 48 KB: 4. Staging the fp8
+// colwise output in two halves for 5 CTAs made both directions 3-5 % slower.
+template <class T, bool COL>
+constexpr int min_ctas() {
+  const bool bf16 = std::is_same<typename T::Input, Bf16In>::value;
+  return COL && bf16 && T::elem_bits == 4 ? 5 : T::min_ctas_per_sm;
+}
 
 // num::e8m0_reciprocal of every scale byte a finite block can have (0..254), without its branches:
 // 2^(254 - b) has the exponent field 254 - b, except 2^-127 (b = 254), the subnormal 0x00400000,
