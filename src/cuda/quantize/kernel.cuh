@@ -55,6 +55,11 @@ struct TileOrder {
     const uint32_t row = w.div(r);
     return {row, b * band + (r - row * w.d)};
   }
+  // place() when the order is plain row-major (band = cols), with one division.
+  __device__ __forceinline__ TilePlace place_row_major(uint32_t index) const {
+    const uint32_t row = width.div(index);
+    return {row, index - row * width.d};
+  }
 };
 
 struct Problem {

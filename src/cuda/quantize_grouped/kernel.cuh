@@ -132,7 +132,9 @@ grouped_quantize_kernel(const GroupedProblem gp) {
   const quant::Problem& p = gp.tile;
   // 32-bit: the launcher keeps tile_rows x tiles_k below 2^31.
   const int32_t stride = static_cast<int32_t>(gp.strip_stride);
-  const quant::TilePlace at = gp.order.place(blockIdx.x);
+  // Rowwise alone takes row-major order (k_band = tiles_k); the general place() made the mxfp4
+  // kernel spill.
+  const quant::TilePlace at = COL ? gp.order.place(blockIdx.x) : gp.order.place_row_major(blockIdx.x);
   const int32_t trow0 = static_cast<int32_t>(at.row);
   const int32_t tk = static_cast<int32_t>(at.col);
   const int count = min(gp.strip_tiles, (static_cast<int32_t>(gp.tile_rows) - trow0 + stride - 1) / stride);
