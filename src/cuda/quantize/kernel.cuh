@@ -221,9 +221,15 @@ __device__ __forceinline__ uint4 load_chunk_guarded(const Problem& p, const Tile
 }
 
 // 16 bytes global -> shared without registers (.cg: cached in L2 only, the input is read once).
+// kFetch256: with the L2 prefetch-size hint of 256 bytes (a tile's row segment of 16-bit input).
+template <bool kFetch256 = false>
 __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
   const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+  if constexpr (kFetch256) {
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+  } else {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+  }
 }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
 
@@ -246,8 +252,9 @@ __device__ __forceinline__ void load_tile_regs(const Problem& p, const TileCoord
 // Copies the raw tile into shared memory, row-major with kTileCols elements per row (zeros
 // outside the tensor); the caller synchronises the CTA before reading it. The coordinates are read
 // once, before the copies: `c` may live in shared memory, and every cp.async clobbers memory.
-// kWait false: the caller waits for the copies (cp_async_wait_all) before its barrier.
-template <class T, bool kWait = true>
+// kWait false: the caller waits for the copies (cp_async_wait_all) before its barrier. kFetch256:
+// cp_async_16's L2 prefetch hint.
+template <class T, bool kWait = true, bool kFetch256 = false>
 __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c, int chunk, int row0, uint4* staged) {
   using Raw = typename T::Raw;
   const Raw* in = static_cast<const Raw*>(p.in) + c.b * p.batch_stride;
@@ -259,7 +266,7 @@ __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c,
 #pragma unroll
     for (int i = 0; i < T::passes; ++i) {
       const int row = row0 + i * T::rows_per_pass;
-      cp_async_16(&staged[row * T::chunks_per_row + chunk], src + i * pass_stride);
+      cp_async_16<kFetch256>(&staged[row * T::chunks_per_row + chunk], src + i * pass_stride);
     }
     if constexpr (kWait) cp_async_wait_all();
   } else if (p.vec_in && k + T::vec <= p.K) {  // whole chunks: rows past in_rows are zero-filled
@@ -268,7 +275,7 @@ __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c,
       const int row = row0 + i * T::rows_per_pass;
       uint4* dst = &staged[row * T::chunks_per_row + chunk];
       if (row < in_rows) {
-        cp_async_16(dst, src + i * pass_stride);
+        cp_async_16<kFetch256>(dst, src + i * pass_stride);
       } else {
         *dst = make_uint4(0, 0, 0, 0);
       }
@@ -665,8 +672,8 @@ constexpr size_t tile_dynamic_smem() {
 }
 
 // One tile: every thread of the CTA calls it. The caller synchronises the CTA before reusing the
-// shared memory for another tile.
-template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
+// shared memory for another tile. kFetch256: stage_tile's L2 prefetch hint.
+template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, bool kFetch256 = false>
 __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord& c, uint4* staged_tile,
                                               TileScales<TileTraits<In, Fmt>>& scales) {
   using T = TileTraits<In, Fmt>;
@@ -678,7 +685,7 @@ __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord&
   const int row0 = tid / T::chunks_per_row;
 
   if constexpr (COL) {
-    stage_tile<T>(p, c, chunk, row0, staged_tile);
+    stage_tile<T, true, kFetch256>(p, c, chunk, row0, staged_tile);
     __syncthreads();
     if constexpr (ROW) {
       const auto staged_chunk = [&](int i) {
