@@ -239,9 +239,15 @@ class CapturedGraph {
     const cudaError_t e = cudaStreamEndCapture(stream_, &graph_);
     return e != cudaSuccess ? e : cudaGraphInstantiate(&exec_, graph_, 0);
   }
-  // Launches the graph and waits for it.
+  // Waits for all earlier work of the device, launches the graph and waits for it. The tests'
+  // uploads (cudaMemcpy from pageable memory may return before its DMA is done) and poison fills
+  // (cudaMemset is asynchronous) go to the legacy default stream, which this non-blocking stream
+  // does not wait for: without the device sync a replay could read stale inputs or be overwritten
+  // by the poison, as every graph test showed under compute-sanitizer with 8 processes sharing
+  // the GPU.
   cudaError_t replay() {
-    const cudaError_t e = cudaGraphLaunch(exec_, stream_);
+    cudaError_t e = cudaDeviceSynchronize();
+    if (e == cudaSuccess) e = cudaGraphLaunch(exec_, stream_);
     return e != cudaSuccess ? e : cudaStreamSynchronize(stream_);
   }
 

@@ -193,39 +193,31 @@ TEST(SwizzleCuda, GraphReplayReadsNewOffsets) {
   ASSERT_TRUE(swizzle_size(a, &n).ok());
   DeviceBuffer d_in(in.size()), d_ends(G * 4), d_out(static_cast<size_t>(n)), d_lin(in.size());
   d_in.upload(in.data(), in.size());
-  cudaStream_t stream;
-  MXQ_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  CapturedGraph graph;
   SwizzleArgs d = a;
   d.in = d_in.get();
   d.groups.ends = reinterpret_cast<const int32_t*>(d_ends.get());
   d.out = d_out.get();
   d.backend = Backend::cuda;
-  d.stream = stream;
-  cudaGraph_t graph;
-  MXQ_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeGlobal));
+  d.stream = graph.stream();
+  MXQ_CUDA_CHECK(graph.begin_capture(cudaStreamCaptureModeGlobal));
   const Status ss = swizzle(d);
   const Status us = unswizzle(d, d_lin.get());
-  MXQ_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  MXQ_CUDA_CHECK(graph.end_capture());
   ASSERT_TRUE(ss.ok()) << ss.message();
   ASSERT_TRUE(us.ok()) << us.message();
-  cudaGraphExec_t exec;
-  MXQ_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   for (int replay = 0; replay < 3; ++replay) {
     SCOPED_TRACE(::testing::Message() << "replay " << replay);
     ends = random_group_ends(rng, M, G, 1, replay * 7);
     d_ends.upload(ends.data(), ends.size() * 4);
     d_out.fill(uint8_t(kPoisonA + replay));
     d_lin.fill(kPoisonB);
-    MXQ_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-    MXQ_CUDA_CHECK(cudaStreamSynchronize(stream));
+    MXQ_CUDA_CHECK(graph.replay());
     a.groups.ends = ends.data();
     const Swizzled cpu = run_cpu(a, in);
     EXPECT_TRUE(bytes_equal(cpu.blocked, d_out.download(), "swizzle"));
     EXPECT_TRUE(bytes_equal(cpu.linear, d_lin.download(), "unswizzle"));
   }
-  EXPECT_EQ(cudaGraphExecDestroy(exec), cudaSuccess);
-  EXPECT_EQ(cudaGraphDestroy(graph), cudaSuccess);
-  EXPECT_EQ(cudaStreamDestroy(stream), cudaSuccess);
 }
 
 }  // namespace
