@@ -4,7 +4,6 @@
 
 #include <cstdint>
 #include <random>
-#include <vector>
 
 #include "cuda/fast_div.hpp"
 
@@ -20,7 +19,8 @@ void check_divisor(uint32_t d, std::mt19937& rng) {
     ASSERT_EQ(f.div(n32), n32 / d) << "n = " << n << ", d = " << d;
   };
   for (uint64_t n = 0; n < 64; ++n) check(n);
-  for (uint64_t q : {uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{1000}, uint64_t{kMaxN / d}, uint64_t{kMaxN / d - 1}}) {
+  const uint64_t last = kMaxN / d;  // the largest quotient
+  for (uint64_t q : {uint64_t{1}, uint64_t{2}, uint64_t{3}, uint64_t{1000}, last, last - 1}) {
     check(q * d - 1);
     check(q * d);
     check(q * d + 1);

@@ -1,7 +1,7 @@
 // The quantize tile: one CTA reads one 128 x 128 tile once and writes the rowwise and/or colwise
 // codes and scales of that tile. The plain kernel here maps CTA i to the i-th tile of a (batch, M,
-// K) tensor in TileOrder; the token-group kernel (../quantize_grouped) maps a CTA to a tile of one group and runs
-// the same tile code: a TileCoord says where the tile reads and writes.
+// K) tensor in TileOrder; the token-group kernel (../quantize_grouped) maps a CTA to a tile of one
+// group and runs the same tile code: a TileCoord says where the tile reads and writes.
 //
 // Rowwise alone works from registers: all of a thread's 16-byte loads are in flight before the
 // first use. A rowwise block is L adjacent lanes (L = lanes_per_block); L passes are handled
