@@ -21,46 +21,10 @@
 #include <type_traits>
 
 #include "../common.cuh"
-#include "../fast_div.hpp"
+#include "tile_order.hpp"
 #include "traits.cuh"
 
 namespace mxq::cuda::quant {
-
-// The order in which CTAs take the (row tile, column tile) pairs of one matrix: bands of `band`
-// column tiles, row tiles within a band, column tiles fastest. With band = all column tiles
-// (plain row-major order) the CTAs resident together cover a few whole row strips: long input
-// rows, but each transposed output row gets only a few 128-byte pieces at a time, 128 KB apart at
-// M = 131072. Colwise alone on narrow bands wrote far better (H200, same run against row-major:
-// mxfp8 on bands of 2 at 131072 x 7168 0.90 -> 0.97 of the copy, grouped (G = 8) 0.90 -> 0.94,
-// 131072 x 1536 grouped 0.88 -> 0.90; mxfp4 best on bands of 4, 0.5-1 % above bands of 2). Both
-// directions were best in row-major order (bands of 2-16: 0.5-2.5 % slower, linear rowwise scales
-// up to 25 % slower), where the rowwise output rows are long too. Built on the host; 32-bit: the
-// launchers keep the tile count below 2^31.
-struct TilePlace {
-  uint32_t row, col;
-};
-struct TileOrder {
-  uint32_t band = 1, cols = 1;
-  FastDiv per_band, width, last_width;  // rows * band; band; the last band's width
-
-  TileOrder() = default;
-  TileOrder(uint32_t rows, uint32_t cols_, uint32_t band_)
-      : band(band_ < 1 ? 1 : (band_ > cols_ ? cols_ : band_)), cols(cols_), per_band(rows * band), width(band),
-        last_width(cols_ - (cols_ == 0 ? 0 : (cols_ - 1) / band * band)) {}
-
-  __device__ __forceinline__ TilePlace place(uint32_t index) const {
-    const uint32_t b = per_band.div(index);
-    const uint32_t r = index - b * per_band.d;
-    const FastDiv& w = (b + 1) * band <= cols ? width : last_width;
-    const uint32_t row = w.div(r);
-    return {row, b * band + (r - row * w.d)};
-  }
-  // place() when the order is plain row-major (band = cols), with one division.
-  __device__ __forceinline__ TilePlace place_row_major(uint32_t index) const {
-    const uint32_t row = width.div(index);
-    return {row, index - row * width.d};
-  }
-};
 
 struct Problem {
   const void* in = nullptr;
