@@ -3,13 +3,18 @@
 // cuda/e2m1_lines.hpp, on the device's bf16x2 instructions, on every non-NaN one; a sample with
 // MXQ_TEST_QUICK). Its power-of-two form equals num::encode(x * r) for every E8M0 reciprocal r
 // on every bf16 x and on the fp32 x whose product lands near the E2M1 grid (all of them for the
-// extreme and middle scales, a stride for the others).
+// extreme and middle scales, a stride for the others). The in-range reciprocal equals the IEEE
+// 1.0f / p on all of its range, and the nvfp4 multipliers built on it equal the numerics core's
+// for every finite scale byte at the edges of the fast s_dec range and at samples inside it.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <random>
+#include <vector>
 
 #include "cuda/convert.cuh"
 #include "cuda/e2m1_lines.hpp"
+#include "cuda/quantize/traits.cuh"
 #include "cuda/cuda_test_util.hpp"
 
 namespace mxq::test {
@@ -105,6 +110,70 @@ TEST(CudaConvert, E2M1Pow2EqualsNumericsNearEachScalesGrid) {
       ASSERT_EQ(m.count, 0u) << "E8M0 byte " << b << ", first differing input 0x" << std::hex << m.first_input;
     }
   }
+}
+
+// rcp_rn_in_range(p) against the compiler's IEEE reciprocal on p = first + i * stride, i < n.
+__global__ void compare_rcp(uint32_t first, uint64_t n, uint32_t stride, Mismatches* out) {
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
+    const uint32_t bits = first + static_cast<uint32_t>(i * stride);
+    const float p = num::u2f(bits);
+    if (num::f2u(cuda::rcp_rn_in_range(p)) != num::f2u(1.0f / p)) {
+      if (atomicAdd(&out->count, 1ull) == 0) out->first_input = bits;
+    }
+  }
+}
+
+TEST(CudaConvert, RcpInRangeEqualsIeeeReciprocalOnItsWholeRange) {
+  const uint32_t first = num::f2u(cuda::kRcpInRangeMin), end = num::f2u(cuda::kRcpInRangeEnd);
+  const uint32_t stride = quick_mode() ? 40503 : 1;
+  DeviceBuffer buf(sizeof(Mismatches));
+  buf.fill(0);
+  compare_rcp<<<1024, 256>>>(first, (end - first) / stride, stride, reinterpret_cast<Mismatches*>(buf.get()));
+  MXQ_CUDA_CHECK(cudaGetLastError());
+  MXQ_CUDA_CHECK(cudaDeviceSynchronize());
+  Mismatches m;
+  std::memcpy(&m, buf.download().data(), sizeof m);
+  EXPECT_EQ(m.count, 0u) << "first differing p 0x" << std::hex << m.first_input;
+}
+
+// The kernels' nvfp4 multiplier of every finite scale byte (0..0x7E) for each s_dec, against
+// num::nvfp4_element_multiplier; first_input: the index of the first differing s_dec.
+__global__ void compare_nvfp4_multipliers(const float* s_dec, int n, Mismatches* out) {
+  for (int i = blockIdx.x; i < n; i += gridDim.x) {
+    cuda::quant::BlockScaler<num::NVFP4> scaler{ScaleRule::rceil, 1.0f, 1.0f};
+    scaler.set_tensor_scales(1.0f / s_dec[i], s_dec[i]);
+    for (uint32_t sb = threadIdx.x; sb <= 0x7E; sb += blockDim.x) {
+      if (num::f2u(scaler.multiplier(sb, false)) !=
+          num::f2u(num::nvfp4_element_multiplier(static_cast<uint8_t>(sb), s_dec[i]))) {
+        if (atomicAdd(&out->count, 1ull) == 0) out->first_input = static_cast<uint32_t>(i);
+      }
+    }
+  }
+}
+
+TEST(CudaConvert, Nvfp4MultipliersEqualNumerics) {
+  // Both sides of the fast range's ends, the ends of the fp32 range and random values across it.
+  std::vector<float> s_dec;
+  for (float edge : {cuda::quant::kNvfp4FastSdecMin, cuda::quant::kNvfp4FastSdecEnd, 0x1p-149f, num::kFltMax, 1.0f}) {
+    const uint32_t b = num::f2u(edge);
+    for (uint32_t d = 0; d < 64; ++d) {
+      if (b >= d) s_dec.push_back(num::u2f(b - d));
+      if (b + d <= num::f2u(num::kFltMax)) s_dec.push_back(num::u2f(b + d));
+    }
+  }
+  std::mt19937 rng(std::random_device{}());
+  std::uniform_int_distribution<uint32_t> bits(1, num::f2u(num::kFltMax));
+  for (int i = 0; i < (quick_mode() ? 1000 : 200000); ++i) s_dec.push_back(num::u2f(bits(rng)));
+  DeviceBuffer values(s_dec.size() * sizeof(float)), buf(sizeof(Mismatches));
+  values.upload(s_dec.data(), s_dec.size() * sizeof(float));
+  buf.fill(0);
+  compare_nvfp4_multipliers<<<1024, 128>>>(reinterpret_cast<const float*>(values.get()), static_cast<int>(s_dec.size()),
+                                           reinterpret_cast<Mismatches*>(buf.get()));
+  MXQ_CUDA_CHECK(cudaGetLastError());
+  MXQ_CUDA_CHECK(cudaDeviceSynchronize());
+  Mismatches m;
+  std::memcpy(&m, buf.download().data(), sizeof m);
+  EXPECT_EQ(m.count, 0u) << "first differing s_dec 0x" << std::hex << (m.count ? num::f2u(s_dec[m.first_input]) : 0u);
 }
 
 TEST(CudaConvert, E4M3HardwareEqualsNumericsOnAllFp32) { check_exhaustive<num::E4M3>(); }

@@ -43,7 +43,6 @@ struct Problem {
   int64_t row_scale_nc = 0;       // blocked: 512-byte tiles per 128 scale rows (Cp / 4)
   int64_t col_scale_nc = 0;
   int64_t tiles_m = 0, tiles_k = 0;
-  int64_t k_band = 1;             // column tiles per band of the tile order (TileOrder)
   FastDiv batch_tiles;            // plain kernel: tiles per batch
   TileOrder order;                // plain kernel: tiles_m x tiles_k
   const float* s_enc = nullptr;   // nvfp4: the batch's tensor scales, written before the launch
@@ -70,11 +69,13 @@ struct TileCoord {
   bool k_full;             // all 128 columns inside the tensor
 };
 
-// Tile `tile` of a plain tensor: batch-major, then p.order within the batch.
-template <class T>
+// Tile `tile` of a plain tensor: batch-major, then p.order within the batch (row-major, one
+// division, unless kBands: colwise alone, tile_order_band).
+template <class T, bool kBands>
 __device__ __forceinline__ TileCoord dense_tile_coord(const Problem& p, uint32_t tile) {
   const uint32_t b = p.batch_tiles.div(tile);
-  const TilePlace at = p.order.place(tile - b * p.batch_tiles.d);
+  const uint32_t in_batch = tile - b * p.batch_tiles.d;
+  const TilePlace at = kBands ? p.order.place(in_batch) : p.order.place_row_major(in_batch);
   const int64_t tm = at.row;
   TileCoord c;
   c.tk = at.col;
@@ -99,10 +100,7 @@ __device__ __forceinline__ bool in_full(const TileCoord& c) { return c.in_rows =
 template <class Fmt, ScaleRule kRule>
 __device__ __forceinline__ BlockScaler<Fmt> batch_scaler(const Problem& p, int64_t b) {
   BlockScaler<Fmt> scaler{kRule, 1.0f, 1.0f};
-  if constexpr (Fmt::nv) {
-    scaler.s_enc = p.s_enc[b];
-    scaler.s_dec = p.s_dec[b];
-  }
+  if constexpr (Fmt::nv) scaler.set_tensor_scales(p.s_enc[b], p.s_dec[b]);
   return scaler;
 }
 
@@ -204,12 +202,16 @@ __device__ __forceinline__ void load_tile_regs(const Problem& p, const TileCoord
   using Raw = typename T::Raw;
   const Raw* in = static_cast<const Raw*>(p.in) + c.b * p.batch_stride;
   const int64_t k = c.k0 + chunk * T::vec;
-  const bool full = in_full(c) && p.vec_in;
+  if (in_full(c) && p.vec_in) {
+    // One address computation, then a constant stride: per load, a 64-bit multiply chain and a
+    // branch to the guarded path cost about as many instructions as the load's codes.
+    const Raw* src = in + (c.m0 + row0) * p.row_stride + k;
+    const int64_t pass_stride = T::rows_per_pass * p.row_stride;
 #pragma unroll
-  for (int i = 0; i < T::passes; ++i) {
-    const int row = row0 + i * T::rows_per_pass;
-    regs[i] = full ? __ldg(reinterpret_cast<const uint4*>(in + (c.m0 + row) * p.row_stride + k))
-                   : load_chunk_guarded<T>(p, c, in, row, k);
+    for (int i = 0; i < T::passes; ++i) regs[i] = __ldg(reinterpret_cast<const uint4*>(src + i * pass_stride));
+  } else {
+#pragma unroll
+    for (int i = 0; i < T::passes; ++i) regs[i] = load_chunk_guarded<T>(p, c, in, row0 + i * T::rows_per_pass, k);
   }
 }
 
@@ -295,14 +297,23 @@ __device__ __forceinline__ void chunk_to_float(const uint4& raw, float (&x)[N]) 
   }
 }
 
-// Partial amax of one 16-byte chunk. 16-bit inputs: the largest magnitude bits of each half
-// (max_magnitudes_16x2, packed); fp32: the largest abs_bits. Partials of one block combine with
-// combine_amax and end as the numerics core's amax bits through finish_amax.
-template <class In>
+// The rowwise MX fp4 encoder of bf16 takes the input words' magnitude bits (bf16x2_exact_pair):
+// its amax reuses them (integer max of the 16-bit halves, three words per instruction) instead
+// of computing max_abs_16x2 beside them.
+template <class In, class Fmt>
+constexpr bool kRowMagnitudesShared = std::is_same<In, Bf16In>::value && Fmt::Elem::bits == 4 && !Fmt::nv;
+
+// Partial amax of one 16-byte chunk. 16-bit inputs: each half's largest magnitude, sign bits
+// noise (max_abs_16x2 of its words); fp32: the largest abs_bits. Partials of one block combine
+// with combine_amax and end as the numerics core's amax bits through finish_amax.
+template <class In, class Fmt>
 __device__ __forceinline__ uint32_t chunk_amax(const uint4& raw) {
   using Raw = typename In::Raw;
-  if constexpr (sizeof(Raw) == 2) {
-    return max_magnitudes_16x2(max_magnitudes_16x2(max_magnitudes_16x2(raw.x & 0x7FFF7FFFu, raw.y), raw.z), raw.w);
+  if constexpr (kRowMagnitudesShared<In, Fmt>) {
+    return __vmaxu2(__vmaxu2(magnitude_bits_16x2(raw.x), magnitude_bits_16x2(raw.y)),
+                    __vmaxu2(magnitude_bits_16x2(raw.z), magnitude_bits_16x2(raw.w)));
+  } else if constexpr (sizeof(Raw) == 2) {
+    return max_abs_16x2<In>(max_abs_16x2<In>(raw.x, raw.y), max_abs_16x2<In>(raw.z, raw.w));
   } else {
     constexpr int kVec = sizeof(raw) / sizeof(Raw);
     Raw v[kVec];
@@ -316,7 +327,7 @@ __device__ __forceinline__ uint32_t chunk_amax(const uint4& raw) {
 template <class In>
 __device__ __forceinline__ uint32_t combine_amax(uint32_t a, uint32_t b) {
   if constexpr (sizeof(typename In::Raw) == 2) {
-    return __vmaxu2(a, b);  // both already magnitudes
+    return max_abs_16x2<In>(a, b);
   } else {
     return max(a, b);
   }
@@ -325,7 +336,8 @@ template <class In>
 __device__ __forceinline__ uint32_t finish_amax(uint32_t partial) {
   using Raw = typename In::Raw;
   if constexpr (sizeof(Raw) == 2) {
-    return num::abs_bits(In::to_float(static_cast<Raw>(max(partial & 0xFFFFu, partial >> 16))));
+    const uint32_t both = magnitude_bits_16x2(max_abs_16x2<In>(partial, partial >> 16));  // low half: the larger
+    return num::abs_bits(In::to_float(static_cast<Raw>(both)));
   } else {
     return partial;
   }
@@ -384,24 +396,32 @@ struct RowOut {
 // out.store<T>(i, codes) writes its codes. Every lane of the warp calls it. Lane l computes
 // the scale of its block in pass first + l % L, stores its byte in the staged scale tile and
 // hands the multiplier to the block's lanes by a shuffle per pass (poison flags by one ballot).
+// Where lane l's scale of pass group `first` goes in the staged rowwise scale tile: the block of
+// its chunk in tile row `row` + first * rows_per_pass. A group moves that row by whole 32-row
+// bands of the blocked tile, 4 bytes each, so the byte is at[first * rows_per_pass / 8], a
+// constant offset. `real`: the scale exists (tile rows past row_rows and scale columns past the
+// tensor's stage 0, the blocked padding).
+struct RowScaleSlot {
+  uint8_t* at;
+  int row;
+  bool col_real;
+  __device__ __forceinline__ void put(int first_row, int row_rows, uint32_t sb) const {
+    at[first_row / 8] = col_real && row + first_row < row_rows ? sb : 0;
+  }
+};
+
 template <class In, class Fmt, class ChunkAt, class Out>
-__device__ __forceinline__ void quantize_row_passes(const Problem& p, const TileCoord& c, const BlockScaler<Fmt>& scaler,
-                                                    ChunkAt chunk_at, int first, int row0, int chunk, const Out& out,
-                                                    uint8_t* row_scale_tile) {
+__device__ __forceinline__ void quantize_row_passes(const BlockScaler<Fmt>& scaler, ChunkAt chunk_at, int first,
+                                                    const Out& out, const RowScaleSlot& slot, int row_rows) {
   using T = TileTraits<In, Fmt>;
   constexpr int L = T::lanes_per_block;
   const int lane = static_cast<int>(threadIdx.x) % 32;
   uint32_t part[L];
 #pragma unroll
-  for (int q = 0; q < L; ++q) part[q] = chunk_amax<In>(chunk_at(first + q));
+  for (int q = 0; q < L; ++q) part[q] = chunk_amax<In, Fmt>(chunk_at(first + q));
   const uint32_t amax = finish_amax<In>(reduce_scatter_amax<In, L>(part, lane));
-  const uint8_t sb = scaler.scale(amax);
-  {
-    const int row = row0 + (first + chunk % L) * T::rows_per_pass;
-    const int kb_local = chunk / L;
-    const bool real = row < c.row_rows && c.k0 / T::block + kb_local < p.row_scale_cols;
-    row_scale_tile[staged_scale_offset(row, kb_local)] = real ? sb : 0;
-  }
+  const uint32_t sb = scaler.scale(amax);
+  slot.put(first * T::rows_per_pass, row_rows, sb);
   const bool poisoned = num::is_nonfinite_abs_bits(amax);
   const float mult = scaler.multiplier(sb, poisoned);
   // Bit q: the block of this lane's chunk is poisoned in pass first + q.
@@ -423,10 +443,16 @@ __device__ __forceinline__ void quantize_rows(const Problem& p, const TileCoord&
                                               ChunkAt chunk_at, int row0, int chunk, const Out& out,
                                               uint8_t* row_scale_tile) {
   using T = TileTraits<In, Fmt>;
-  static_assert(T::passes % T::lanes_per_block == 0, "passes come in groups of lanes_per_block");
+  constexpr int L = T::lanes_per_block;
+  static_assert(T::passes % L == 0, "passes come in groups of lanes_per_block");
+  static_assert((L * T::rows_per_pass) % 32 == 0, "a group of passes spans whole 32-row bands (RowScaleSlot)");
+  RowScaleSlot slot;
+  slot.row = row0 + (chunk % L) * T::rows_per_pass;
+  slot.at = row_scale_tile + staged_scale_offset(slot.row, chunk / L);
+  slot.col_real = c.k0 / T::block + chunk / L < p.row_scale_cols;
 #pragma unroll
-  for (int first = 0; first < T::passes; first += T::lanes_per_block) {
-    quantize_row_passes<In, Fmt>(p, c, scaler, chunk_at, first, row0, chunk, out, row_scale_tile);
+  for (int first = 0; first < T::passes; first += L) {
+    quantize_row_passes<In, Fmt>(scaler, chunk_at, first, out, slot, c.row_rows);
   }
 }
 
@@ -483,9 +509,10 @@ __device__ __forceinline__ void quantize_col_pairs(const Problem& p, const TileC
     // fewer registers per thread, more CTAs per SM.
     uint32_t amax[2] = {0, 0};
     if constexpr (sizeof(Raw) == 2) {
-      uint32_t magnitudes = 0;  // both columns' largest magnitude bits, one per 16-bit half
+      uint32_t largest = 0;  // both columns' largest magnitudes, one per 16-bit half
 #pragma unroll
-      for (int i = 0; i < T::block; ++i) magnitudes = max_magnitudes_16x2(magnitudes, rows[i * kPairs]);
+      for (int i = 0; i < T::block; ++i) largest = max_abs_16x2<In>(largest, rows[i * kPairs]);
+      const uint32_t magnitudes = magnitude_bits_16x2(largest);
       amax[0] = num::abs_bits(In::to_float(static_cast<Raw>(magnitudes & 0xFFFFu)));
       amax[1] = num::abs_bits(In::to_float(static_cast<Raw>(magnitudes >> 16)));
     } else {
@@ -496,7 +523,7 @@ __device__ __forceinline__ void quantize_col_pairs(const Problem& p, const TileC
         amax[1] = max(amax[1], num::abs_bits(In::to_float(pair_half<Raw>(w, 1))));
       }
     }
-    uint8_t sb[2];
+    uint32_t sb[2];
     bool poisoned[2];
     float mult[2];
 #pragma unroll
@@ -678,7 +705,7 @@ quantize_tile_kernel(const Problem p) {
   using T = TileTraits<In, Fmt>;
   extern __shared__ uint4 staged_tile[];
   __shared__ TileScales<T> scales;
-  quantize_tile<In, Fmt, ROW, COL, kRule>(p, dense_tile_coord<T>(p, blockIdx.x), staged_tile, scales);
+  quantize_tile<In, Fmt, ROW, COL, kRule>(p, dense_tile_coord<T, COL && !ROW>(p, blockIdx.x), staged_tile, scales);
 }
 
 }  // namespace mxq::cuda::quant

@@ -37,9 +37,6 @@ quant::Problem quant::make_tile_problem(const QuantizeArgs& a, int64_t Mc, int64
   p.s_dec = a.out.s_dec;
   p.tiles_m = num::ceil_div(p.M, kTileRows);
   p.tiles_k = num::ceil_div(p.K, kTileCols);
-  // TileOrder: narrow bands for colwise alone, whose transposed output rows hold 128 * bits / 8
-  // bytes of a tile.
-  p.k_band = a.params.direction == Direction::colwise ? kColwiseBandBytes / (kTileRows * bits / 8) : p.tiles_k;
   p.vec_in = aligned_to(t.data, 16) && (p.row_stride * esize) % 16 == 0 && (p.batch_stride * esize) % 16 == 0;
   // Rowwise stores one load's codes (2 to 8 bytes); colwise 16-byte pieces of transposed rows.
   p.vec_row_out = aligned_to(p.row_data, 8) && p.K % 8 == 0;
@@ -61,13 +58,13 @@ Status quantize(const QuantizeArgs& args, const QuantizeSizes& sizes) {
   if (!scales.ok()) return scales;
   if (tiles == 0) return {};
   p.batch_tiles = FastDiv(static_cast<uint32_t>(p.tiles_m * p.tiles_k));
-  p.order = quant::TileOrder(static_cast<uint32_t>(p.tiles_m), static_cast<uint32_t>(p.tiles_k),
-                             static_cast<uint32_t>(p.k_band));
   return quant::dispatch_tile_types(t.dtype, args.params.format, args.params.rule, [&](auto in, auto fmt, auto rule) {
     return quant::dispatch_directions(args.params.direction, [&](auto row, auto col) {
       using In = decltype(in);
       using Fmt = decltype(fmt);
       constexpr bool kRow = decltype(row)::value, kCol = decltype(col)::value;
+      p.order = quant::TileOrder(static_cast<uint32_t>(p.tiles_m), static_cast<uint32_t>(p.tiles_k),
+                                 quant::tile_order_band<quant::TileTraits<In, Fmt>, kRow, kCol>(p.tiles_k));
       auto kernel = quant::quantize_tile_kernel<In, Fmt, kRow, kCol, decltype(rule)::value>;
       const size_t smem = quant::tile_dynamic_smem<quant::TileTraits<In, Fmt>, kCol>();
       const Status st = quant::allow_dynamic_smem(kernel, smem);

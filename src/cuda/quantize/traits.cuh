@@ -9,6 +9,7 @@
 
 #include <mxq/numerics.hpp>
 
+#include "../common.cuh"
 #include "../convert.cuh"
 #include "../e2m1_lines.hpp"
 
@@ -51,6 +52,13 @@ struct TileTraits {
   static_assert(scale_cols == col_blocks && scale_cols % 4 == 0 && block_words >= 1,
                 "whole 512-byte blocked scale tiles per direction and whole code words per block");
 };
+
+// Column tiles per band of the tile order (TileOrder): bands of kColwiseBandBytes of transposed
+// output rows for colwise alone, else row-major (one band of every column tile).
+template <class T, bool ROW, bool COL>
+constexpr uint32_t tile_order_band(int64_t tiles_k) {
+  return COL && !ROW ? kColwiseBandBytes / T::col_out_row_bytes : static_cast<uint32_t>(tiles_k);
+}
 
 // The launch bounds' CTAs per SM of the plain tile kernel. Colwise and both stage the tile and
 // the colwise output in shared memory, 32 + 8 KB for 16-bit input and FP4 codes: 5 CTAs fit an
@@ -100,43 +108,80 @@ constexpr bool e4m3_value_finite_matches_core() {
 }
 static_assert(e4m3_value_finite_matches_core(), "bit-identical to num::decode<E4M3> for bytes 0..0x7E");
 
+// nvfp4 multipliers by rcp_rn_in_range: with 2^-117 <= s_dec < 2^8, the product of every finite
+// nonzero UE4M3 value d (2^-9 <= d <= 448) and s_dec lies in its range, and s_dec * 2^120 is a
+// normal fp32 value, which takes e4m3_value_finite's exponent offset: u2f(sf << 20) * (s_dec *
+// 2^120) is the same exact product as d * s_dec, so it rounds to the same fp32 value.
+constexpr float kNvfp4FastSdecMin = 0x1p-117f, kNvfp4FastSdecEnd = 0x1p8f;
+static_assert(kNvfp4FastSdecMin * 0x1p-9f >= kRcpInRangeMin && kNvfp4FastSdecEnd * 448.0f < kRcpInRangeEnd,
+              "every d * s_dec of the fast range is in rcp_rn_in_range's range");
+
 // The scale rule of one batch: MX blocks use `rule`; nvfp4 blocks use the batch's tensor scales.
 template <class Fmt>
 struct BlockScaler {
   ScaleRule rule;
   float s_enc, s_dec;
-  __device__ __forceinline__ uint8_t scale(uint32_t amax_bits) const {
+  // nvfp4: s_dec in [kNvfp4FastSdecMin, kNvfp4FastSdecEnd) (the same for the whole CTA), and then
+  // s_dec * 2^120.
+  bool fast_multipliers = false;
+  float s_dec_2p120 = 0.0f;
+  __device__ __forceinline__ void set_tensor_scales(float enc, float dec) {
+    s_enc = enc;
+    s_dec = dec;
+    fast_multipliers = dec >= kNvfp4FastSdecMin && dec < kNvfp4FastSdecEnd;
+    s_dec_2p120 = dec * 0x1p120f;
+  }
+  // The scale byte (in a 32-bit register, as the multiplier takes it).
+  __device__ __forceinline__ uint32_t scale(uint32_t amax_bits) const {
     if constexpr (Fmt::nv) {
       // num::nvfp4_block_scale with the e4m3 conversion of convert.cuh (proven equal to
       // num::encode<E4M3> on every fp32 input) and the poison byte selected, not branched to.
+      // The pair's second code, e4m3(0), is 0: the word is the byte.
       const float v = num::u2f(amax_bits) * (s_enc * num::kNvfp4OneSixth);
-      const uint8_t sf = static_cast<uint8_t>(encode_pair<num::E4M3>(v, 0.0f));
+      const uint32_t sf = encode_pair<num::E4M3>(v, 0.0f);
       return num::is_nonfinite_abs_bits(amax_bits) ? num::kNvfp4ScaleNaN : sf;
     } else {
       return num::block_scale<Fmt>(amax_bits, rule, s_enc);
     }
   }
-  // Element multiplier of a block; unused (0) for a poisoned block, whose codes are all NaN. A
-  // finite MX block's byte is at most 254 (both rules clamp), where e8m0_reciprocal_finite is
-  // num::element_multiplier; a finite nvfp4 block's byte is at most 0x7E, where
-  // e4m3_value_finite is num::decode<E4M3> in num::nvfp4_element_multiplier's formula.
-  __device__ __forceinline__ float multiplier(uint8_t sb, bool poisoned) const {
+  // Element multiplier of a block (sb: a scale byte); unused (0) for a poisoned block, whose codes
+  // are all NaN. A finite MX block's byte is at most 254 (both rules clamp), where
+  // e8m0_reciprocal_finite is num::element_multiplier; a finite nvfp4 block's byte is at most
+  // 0x7E, where e4m3_value_finite is num::decode<E4M3> in num::nvfp4_element_multiplier's formula.
+  __device__ __forceinline__ float multiplier(uint32_t sb, bool poisoned) const {
     if constexpr (Fmt::nv) {
-      const float e = fminf(1.0f / (e4m3_value_finite(sb) * s_dec), num::kFltMax);  // 1/0 = Inf -> FLT_MAX
+      float e;
+      if (fast_multipliers) {
+        // The byte 0 (d = 0) is the one finite byte outside rcp_rn_in_range's range: its
+        // product 0 gives NaN there, which fminf replaces by FLT_MAX, num's 1 / 0 clamped.
+        e = fminf(rcp_rn_in_range(num::u2f(sb << 20) * s_dec_2p120), num::kFltMax);
+      } else {
+        e = fminf(1.0f / (e4m3_value_finite(static_cast<uint8_t>(sb)) * s_dec), num::kFltMax);  // 1/0 = Inf -> FLT_MAX
+      }
       return poisoned ? 0.0f : e;
     } else {
-      return poisoned ? 0.0f : e8m0_reciprocal_finite(sb);
+      return poisoned ? 0.0f : e8m0_reciprocal_finite(static_cast<uint8_t>(sb));
     }
   }
 };
 
-// Running maximum of the magnitudes of two packed 16-bit inputs (bf16 or fp16), one per half. The
-// unsigned order of the magnitude bits (sign cleared) is the order of |x|, NaN above Inf; widening
-// to fp32 keeps that order, so the widened maximum has the numerics core's amax bits (abs_bits)
-// for every finite block and is non-finite exactly when one of them is. One max.u16x2 per pair.
-__device__ __forceinline__ uint32_t max_magnitudes_16x2(uint32_t acc, uint32_t pair) {
-  return __vmaxu2(acc, pair & 0x7FFF7FFFu);
+// Largest magnitude of each half of two packed 16-bit inputs (In: bf16 or fp16), in the low 15 bits
+// of each half: one max.NaN.xorsign.abs, max(|a|, |b|) with the canonical NaN 0x7FFF when either
+// is NaN (the sign bit, the XOR of the inputs' signs, is noise: magnitude_bits_16x2 clears it).
+// Widened to fp32, the magnitude bits of the maximum are the numerics core's amax bits (abs_bits)
+// for every finite block and non-finite exactly when one element is.
+template <class In>
+__device__ __forceinline__ uint32_t max_abs_16x2(uint32_t a, uint32_t b) {
+  static_assert(sizeof(typename In::Raw) == 2, "16-bit inputs");
+  uint32_t r;
+  if constexpr (std::is_same<In, Bf16In>::value) {
+    asm("max.NaN.xorsign.abs.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  } else {
+    asm("max.NaN.xorsign.abs.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
+  }
+  return r;
 }
+__device__ __forceinline__ uint32_t magnitude_bits_16x2(uint32_t v) { return v & 0x7FFF7FFFu; }
 
 // The codes of N elements from their two 32-bit halves, or the format's NaN codes for a poisoned
 // block (selected, not branched to: its codes are computed with multiplier 0 and discarded).

@@ -51,7 +51,7 @@ struct GroupedProblem {
   int64_t tiles_k = 0, tile_rows = 0;
   int strip_tiles = 1;      // row tiles per CTA (<= kMaxStrip)
   int64_t strip_stride = 1; // row tiles between a CTA's tiles: the CTAs per column tile
-  quant::TileOrder order;   // of the CTAs: strip_stride x tiles_k
+  quant::TileOrder order;   // of the CTAs: strip_stride x tiles_k (rows kernel: tiles_m x tiles_k)
 };
 
 __device__ __forceinline__ int rows_in_tile(int64_t rows, int64_t first) {
@@ -132,9 +132,9 @@ grouped_quantize_kernel(const GroupedProblem gp) {
   const quant::Problem& p = gp.tile;
   // 32-bit: the launcher keeps tile_rows x tiles_k below 2^31.
   const int32_t stride = static_cast<int32_t>(gp.strip_stride);
-  // Rowwise alone takes row-major order (k_band = tiles_k); the general place() made the mxfp4
-  // kernel spill.
-  const quant::TilePlace at = COL ? gp.order.place(blockIdx.x) : gp.order.place_row_major(blockIdx.x);
+  // Only colwise alone takes bands (quant::tile_order_band); row-major order needs one division
+  // (the general place() made the rowwise mxfp4 kernel spill).
+  const quant::TilePlace at = COL && !ROW ? gp.order.place(blockIdx.x) : gp.order.place_row_major(blockIdx.x);
   const int32_t trow0 = static_cast<int32_t>(at.row);
   const int32_t tk = static_cast<int32_t>(at.col);
   const int count = min(gp.strip_tiles, (static_cast<int32_t>(gp.tile_rows) - trow0 + stride - 1) / stride);

@@ -101,13 +101,17 @@ Status launch(GroupedProblem p, cudaStream_t stream) {
   if (e != cudaSuccess) return cuda_status("quantize", e);
   const int64_t slots = int64_t{sms} * T::min_ctas_per_sm;
   if constexpr (ROW && !COL) {
-    const int64_t row_tiles = std::max(p.tile.tiles_m, int64_t{1}) * p.tiles_k;
-    if (row_tiles <= kRowTileRounds * slots) return launch_rows<In, Fmt, kRule>(p, row_tiles, stream);
+    const int64_t tile_rows = std::max(p.tile.tiles_m, int64_t{1});
+    if (tile_rows * p.tiles_k <= kRowTileRounds * slots) {
+      p.order = quant::TileOrder(static_cast<uint32_t>(tile_rows), static_cast<uint32_t>(p.tiles_k),
+                                 static_cast<uint32_t>(p.tiles_k));
+      return launch_rows<In, Fmt, kRule>(p, tile_rows * p.tiles_k, stream);
+    }
   }
   p.strip_tiles = choose_strip(p.tile_rows, p.tiles_k, slots);
   p.strip_stride = num::ceil_div(p.tile_rows, int64_t{p.strip_tiles});
   p.order = quant::TileOrder(static_cast<uint32_t>(p.strip_stride), static_cast<uint32_t>(p.tiles_k),
-                             static_cast<uint32_t>(p.tile.k_band));
+                             quant::tile_order_band<T, ROW, COL>(p.tiles_k));
   const int64_t ctas = p.strip_stride * p.tiles_k;
   auto kernel = qgroup::grouped_quantize_kernel<In, Fmt, ROW, COL, kRule>;
   const size_t smem = quant::tile_dynamic_smem<T, COL>();

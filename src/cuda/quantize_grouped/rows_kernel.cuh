@@ -109,8 +109,8 @@ __device__ void zero_group_tails(const GroupedProblem& gp, const quant::TileCoor
   }
 }
 
-// CTA (tm, tk) = (blockIdx.x / tiles_k, blockIdx.x % tiles_k) quantizes input rows [128 tm,
-// 128 tm + 128) at column tile tk.
+// CTA i takes tile (tm, tk) = gp.order.place_row_major(i) (row-major over tiles_m x tiles_k) and
+// quantizes input rows [128 tm, 128 tm + 128) at column tile tk.
 template <class In, class Fmt, ScaleRule kRule>
 __global__ void __launch_bounds__(kThreads, (quant::TileTraits<In, Fmt>::min_ctas_per_sm))
 grouped_rows_kernel(const GroupedProblem gp) {
@@ -120,10 +120,10 @@ grouped_rows_kernel(const GroupedProblem gp) {
   __shared__ SpanStorage<kThreads> s;
 
   const quant::Problem& p = gp.tile;
-  const uint32_t tiles_k = static_cast<uint32_t>(gp.tiles_k);
-  const uint32_t tm = blockIdx.x / tiles_k;
+  const quant::TilePlace at = gp.order.place_row_major(blockIdx.x);
+  const uint32_t tm = at.row;
   quant::TileCoord c{};
-  c.tk = blockIdx.x - tm * tiles_k;
+  c.tk = at.col;
   c.k0 = c.tk * kTileCols;
   c.m0 = int64_t{tm} * kTileRows;
   c.in_rows = c.row_rows = rows_in_tile(p.M, c.m0);
@@ -197,7 +197,7 @@ grouped_rows_kernel(const GroupedProblem gp) {
   __syncthreads();
   store_row_scales<T>(p, c, s.scale_row, scales.row, tid);
   zero_group_tails<T>(gp, c, s, tile_end, tid);
-  zero_ungrouped<T, true, false>(gp, s.totals, tm, gridDim.x / tiles_k, c.tk);
+  zero_ungrouped<T, true, false>(gp, s.totals, tm, max(p.tiles_m, int64_t{1}), c.tk);
 }
 
 }  // namespace mxq::cuda::qgroup
