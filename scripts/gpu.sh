@@ -5,7 +5,8 @@
 #   usage: scripts/gpu.sh LOG_DIR
 #   env:   MXQ_GPU_BUILD_DIR (default build), MXQ_CUDA_ARCHS (default 90a),
 #          MXQ_GPU_STEPS (default "build test python bench sanitize"), MXQ_BENCH_ARGS (extra bench args),
-#          MXQ_SANITIZERS (default "memcheck racecheck initcheck")
+#          MXQ_SANITIZERS (default "memcheck racecheck initcheck"),
+#          MXQ_CTEST_JOBS (default 1: ctest -j), MXQ_SANITIZE_JOBS (default 1: one sanitizer run at a time; N: N (tool, program) runs at once)
 set -uo pipefail
 LOG_DIR=${1:?usage: scripts/gpu.sh LOG_DIR}
 mkdir -p "$LOG_DIR"
@@ -43,7 +44,7 @@ fi
 GPU_TESTS=$(ls "$BUILD"/tests/test_cuda_* 2>/dev/null | grep -v '\.' || true)
 
 if wants test; then
-  step ctest_gpu ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 600
+  step ctest_gpu ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 600 -j "${MXQ_CTEST_JOBS:-1}"
 fi
 
 # The Python package on torch CUDA tensors (byte equality with the CPU backend, opcheck,
@@ -70,20 +71,51 @@ if wants bench; then
   fi
 fi
 
-# sanitize_all TOOL: every GPU test program under compute-sanitizer TOOL, small shapes only.
+# sanitize_one TOOL PROGRAM: one GPU test program under compute-sanitizer TOOL, small shapes only.
+sanitize_one() {
+  echo "=== $1 $(basename "$2")"
+  MXQ_TEST_QUICK=1 compute-sanitizer --tool "$1" --error-exitcode 99 "$2"
+}
+# sanitize_all TOOL: every GPU test program, one after the other.
 sanitize_all() {
   local tool=$1 rc=0 exe
-  for exe in $GPU_TESTS; do
-    echo "=== $tool $(basename "$exe")"
-    MXQ_TEST_QUICK=1 compute-sanitizer --tool "$tool" --error-exitcode 99 "$exe" || rc=1
-  done
+  for exe in $GPU_TESTS; do sanitize_one "$tool" "$exe" || rc=1; done
   return $rc
+}
+# sanitize_clean LOG: the sanitizer found nothing and every test passed.
+sanitize_clean() {
+  grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$1" && grep -q "^\[  PASSED  \]" "$1" &&
+    ! grep -q "^\[  FAILED  \]" "$1"
+}
+# sanitize_parallel JOBS TOOL...: every (tool, program) pair, JOBS at a time, each into its own
+# LOG_DIR/sanitize_TOOL_PROGRAM.log; then one summary line per tool. The sanitizers slow the
+# programs down 10-100 x and use a fraction of the GPU each, so running them side by side saves
+# most of the time (the tests do not depend on running alone).
+sanitize_parallel() {
+  local jobs=$1 tool exe t0=$SECONDS; shift
+  export -f sanitize_one
+  export LOG_DIR
+  for tool in "$@"; do for exe in $GPU_TESTS; do echo "$tool $exe"; done; done |
+    xargs -P "$jobs" -L 1 bash -c 'sanitize_one "$0" "$1" > "$LOG_DIR/sanitize_$0_$(basename "$1").log" 2>&1'
+  for tool in "$@"; do
+    local status=ok
+    for exe in $GPU_TESTS; do
+      sanitize_clean "$LOG_DIR/sanitize_${tool}_$(basename "$exe").log" || status=FAIL
+    done
+    SUMMARY+=("$(printf '%-34s %-12s %5ss' "sanitize_$tool (parallel)" "$status" $((SECONDS - t0)))")
+    echo "gpu.sh: sanitize_$tool: $status" >&2
+  done
 }
 
 if wants sanitize; then
-  for tool in ${MXQ_SANITIZERS:-memcheck racecheck initcheck}; do
-    step "sanitize_$tool" sanitize_all "$tool"
-  done
+  if [ "${MXQ_SANITIZE_JOBS:-1}" -gt 1 ]; then
+    # shellcheck disable=SC2086
+    sanitize_parallel "$MXQ_SANITIZE_JOBS" ${MXQ_SANITIZERS:-memcheck racecheck initcheck}
+  else
+    for tool in ${MXQ_SANITIZERS:-memcheck racecheck initcheck}; do
+      step "sanitize_$tool" sanitize_all "$tool"
+    done
+  fi
 fi
 
 echo
