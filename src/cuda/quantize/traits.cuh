@@ -66,11 +66,14 @@ constexpr uint32_t tile_order_band(int64_t tiles_k) {
 // the 4-CTA cap). H200, same run: mxfp4 both 0.85-0.87 -> 0.86-0.89 of the copy, nvfp4 colwise
 // 0.92-0.96 -> 0.95-0.99. fp16 input keeps 4 (8-420 bytes of spills under the 5-CTA cap), and so
 // does the grouped kernel (its FP4 code would spill). fp8 codes take 48 KB: 4. Staging the fp8
-// colwise output in two halves for 5 CTAs made both directions 3-5 % slower.
+// colwise output in two halves for 5 CTAs made both directions 3-5 % slower. bf16 -> nvfp4
+// rowwise alone (the tile in registers) fits 48 registers with 8 bytes of spills: 5 CTAs made it
+// 1.5-2.7 % faster at 32768 x 7168 and 131072 x 2048 / 7168, no change at 32768 x 2048 (same run);
+// mxfp4 rowwise would spill 88 bytes.
 template <class T, bool COL>
 constexpr int min_ctas() {
   const bool bf16 = std::is_same<typename T::Input, Bf16In>::value;
-  return COL && bf16 && T::elem_bits == 4 ? 5 : T::min_ctas_per_sm;
+  return bf16 && T::elem_bits == 4 && (COL || T::block == 16) ? 5 : T::min_ctas_per_sm;
 }
 
 // num::e8m0_reciprocal of every scale byte a finite block can have (0..254), without its branches:
