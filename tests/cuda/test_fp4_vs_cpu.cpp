@@ -210,6 +210,38 @@ TEST(CudaFp4Quantize, ExpertWeights3DWithPerExpertTensorScales) {
   expect_cuda_matches_cpu_fp4(normal_tensor(rng, DType::bf16, 1, 8192, 7168), params(Format::mxfp4, ScaleRule::rceil, ScaleLayout::blocked));
 }
 
+// A caller-given amax kept in an s_enc or s_dec output itself (delayed scaling in place): the
+// tensor scales still come from the amax as it was before the call.
+TEST(CudaFp4Quantize, GivenAmaxInATensorScaleOutput) {
+  MXQ_FRESH_RNG(rng);
+  const HostTensor h = normal_tensor(rng, DType::bf16, 3, 256, 320);
+  const std::vector<float> amax = {2.0f, 0.5f, 7.0f};
+  QuantizeRequest req;
+  req.params = params(Format::nvfp4, ScaleRule::rceil, ScaleLayout::blocked);
+  req.tensor_amax = amax;
+  req.backend = Backend::cpu;
+  const QuantizeResult cpu = run_quantize(h, req);
+  for (bool in_s_dec : {false, true}) {
+    SCOPED_TRACE(in_s_dec ? "amax in s_dec" : "amax in s_enc");
+    DeviceTensor in(h, 0);
+    QuantizeArgs a;
+    a.input = in.view;
+    a.params = req.params;
+    a.backend = Backend::cuda;
+    QuantizeSizes s;
+    ASSERT_TRUE(quantize_sizes(a, &s).ok());
+    DeviceOutputs out(s);
+    a.out = out.outputs(a.params.direction);
+    out.fill(kPoisonA);
+    (in_s_dec ? out.s_dec : out.s_enc).upload(amax.data(), amax.size() * sizeof(float));
+    a.tensor_amax = in_s_dec ? a.out.s_dec : a.out.s_enc;
+    const Status st = quantize(a);
+    ASSERT_TRUE(st.ok()) << st.message();
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    expect_outputs_equal(cpu, out.download(s), Direction::both);
+  }
+}
+
 std::vector<float> amax_on(const HostTensor& h, Backend b, size_t offset) {
   std::vector<float> out(size_t(h.batch), -1.0f);
   if (b == Backend::cpu) {
