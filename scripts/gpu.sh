@@ -6,7 +6,8 @@
 #   env:   MXQ_GPU_BUILD_DIR (default build), MXQ_CUDA_ARCHS (default 90a),
 #          MXQ_GPU_STEPS (default "build test python bench sanitize"), MXQ_BENCH_ARGS (extra bench args),
 #          MXQ_SANITIZERS (default "memcheck racecheck initcheck"),
-#          MXQ_CTEST_JOBS (default 1: ctest -j), MXQ_SANITIZE_JOBS (default 1: one sanitizer run at a time; N: N (tool, program) runs at once)
+#          MXQ_CTEST_JOBS (default 1: ctest -j),
+#          MXQ_SANITIZE_JOBS (default 1: one sanitizer run at a time; N: N (tool, program) runs at once)
 set -uo pipefail
 LOG_DIR=${1:?usage: scripts/gpu.sh LOG_DIR}
 mkdir -p "$LOG_DIR"
