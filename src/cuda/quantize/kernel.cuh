@@ -391,16 +391,11 @@ struct RowOut {
   }
 };
 
-// Rowwise codes of passes first .. first + L - 1 (L = lanes per block) of this thread's chunk;
-// chunk_at(i) gives the raw 16 bytes of pass i (tile row row0 + i * T::rows_per_pass), and
-// out.store<T>(i, codes) writes its codes. Every lane of the warp calls it. Lane l computes
-// the scale of its block in pass first + l % L, stores its byte in the staged scale tile and
-// hands the multiplier to the block's lanes by a shuffle per pass (poison flags by one ballot).
-// Where lane l's scale of pass group `first` goes in the staged rowwise scale tile: the block of
-// its chunk in tile row `row` + first * rows_per_pass. A group moves that row by whole 32-row
-// bands of the blocked tile, 4 bytes each, so the byte is at[first * rows_per_pass / 8], a
-// constant offset. `real`: the scale exists (tile rows past row_rows and scale columns past the
-// tensor's stage 0, the blocked padding).
+// Where a lane's scale bytes go in the staged rowwise scale tile: its block in pass group
+// `first` lies in tile row `row` + first * rows_per_pass (first_row). A group moves that row by
+// whole 32-row bands of the blocked tile, 4 bytes each, so the byte is at[first_row / 8], a
+// constant offset. Scales of tile rows past row_rows, and of scale columns past the tensor's
+// (col_real false), are the blocked padding: 0.
 struct RowScaleSlot {
   uint8_t* at;
   int row;
@@ -410,6 +405,11 @@ struct RowScaleSlot {
   }
 };
 
+// Rowwise codes of passes first .. first + L - 1 (L = lanes per block) of this thread's chunk;
+// chunk_at(i) gives the raw 16 bytes of pass i (tile row row0 + i * T::rows_per_pass), and
+// out.store<T>(i, codes) writes its codes. Every lane of the warp calls it. Lane l computes
+// the scale of its block in pass first + l % L, stores its byte at its `slot` and hands the
+// multiplier to the block's lanes by a shuffle per pass (poison flags by one ballot).
 template <class In, class Fmt, class ChunkAt, class Out>
 __device__ __forceinline__ void quantize_row_passes(const BlockScaler<Fmt>& scaler, ChunkAt chunk_at, int first,
                                                     const Out& out, const RowScaleSlot& slot, int row_rows) {
