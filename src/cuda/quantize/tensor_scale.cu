@@ -10,7 +10,7 @@
 
 #include "../../backend.hpp"
 #include "../common.cuh"
-#include "kernel.cuh"
+#include "tile_io.cuh"
 #include "tensor_scale.hpp"
 
 namespace mxq::cuda {

@@ -1,0 +1,197 @@
+// Moving a quantize tile's bytes: input loads into registers or shared memory (cp.async), the
+// guarded paths of edge tiles and unaligned inputs, vector stores of codes and staged scales, and
+// the widening of 16-byte input chunks to fp32.
+#pragma once
+#include <cstdint>
+#include <cstring>
+
+#include "tile_problem.cuh"
+
+namespace mxq::cuda::quant {
+
+template <int NB>
+__device__ __forceinline__ void store_vec(uint8_t* dst, uint64_t v) {
+  if constexpr (NB == 8) {
+    *reinterpret_cast<uint2*>(dst) = make_uint2(static_cast<uint32_t>(v), static_cast<uint32_t>(v >> 32));
+  } else if constexpr (NB == 4) {
+    *reinterpret_cast<uint32_t*>(dst) = static_cast<uint32_t>(v);
+  } else {
+    static_assert(NB == 2, "2, 4 or 8 bytes");
+    *reinterpret_cast<uint16_t*>(dst) = static_cast<uint16_t>(v);
+  }
+}
+
+// Writes a staged 512-byte scale tile (thread `lane` of 32 writes 16 bytes).
+__device__ __forceinline__ void store_scale_tile(uint8_t* dst, const uint8_t* staged, int lane, bool vec) {
+  if (vec) {
+    reinterpret_cast<uint4*>(dst)[lane] = reinterpret_cast<const uint4*>(staged)[lane];
+  } else {
+    for (int i = 0; i < 16; ++i) dst[lane * 16 + i] = staged[lane * 16 + i];
+  }
+}
+
+// Writes the scales of staged row r (4 per 512-byte tile, contiguous there) to row `row` of a
+// linear scale matrix (`pitch` bytes per row) from column c0, columns below `end` only: 4-byte
+// stores where aligned.
+template <int kScaleTiles>
+__device__ __forceinline__ void store_scale_row_linear(uint8_t* scales, int64_t pitch, int64_t end, int64_t row,
+                                                       int64_t c0, const uint8_t* staged, int r) {
+  uint8_t* dst = scales + row * pitch + c0;
+  const bool vec = reinterpret_cast<uintptr_t>(dst) % 4 == 0;
+#pragma unroll
+  for (int s = 0; s < kScaleTiles; ++s) {
+    const uint8_t* src = staged + num::blocked_offset(r, 4 * s, 1);
+    if (vec && c0 + 4 * s + 4 <= end) {
+      *reinterpret_cast<uint32_t*>(dst + 4 * s) = *reinterpret_cast<const uint32_t*>(src);
+    } else {
+      for (int j = 0; j < 4 && c0 + 4 * s + j < end; ++j) dst[4 * s + j] = src[j];
+    }
+  }
+}
+
+// One element at p; `aligned` false means p may not be aligned to its size (fp32 at odd offsets).
+template <class Raw>
+__device__ __forceinline__ Raw load_element(const Raw* p, bool aligned) {
+  if (aligned) return *p;
+  const uint8_t* b = reinterpret_cast<const uint8_t*>(p);
+  uint8_t tmp[sizeof(Raw)];
+  for (size_t i = 0; i < sizeof(Raw); ++i) tmp[i] = b[i];
+  Raw r;
+  memcpy(&r, tmp, sizeof r);
+  return r;
+}
+
+// The 16 bytes of input (T::vec elements) at tile row `row`, column k of the tile's batch;
+// elements outside the tile's input rows or the tensor read as zeros. For tiles that are not full
+// or not 16-byte aligned.
+template <class T>
+__device__ __forceinline__ uint4 load_chunk_guarded(const Problem& p, const TileCoord& c, const typename T::Raw* in,
+                                                    int row, int64_t k) {
+  using Raw = typename T::Raw;
+  if (row >= c.in_rows) return make_uint4(0, 0, 0, 0);
+  const Raw* src = in + (c.m0 + row) * p.row_stride + k;
+  if (p.vec_in && k + T::vec <= p.K) return __ldg(reinterpret_cast<const uint4*>(src));
+  Raw v[T::vec];
+#pragma unroll
+  for (int j = 0; j < T::vec; ++j) v[j] = k + j < p.K ? load_element(src + j, p.elem_aligned) : Raw(0);
+  uint4 r;
+  memcpy(&r, v, sizeof r);
+  return r;
+}
+
+// 16 bytes global -> shared without registers (.cg: cached in L2 only, the input is read once).
+// kFetch256: with the L2 prefetch-size hint of 256 bytes (a tile's row segment of 16-bit input).
+template <bool kFetch256 = false>
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
+  const uint32_t s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  if constexpr (kFetch256) {
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+  } else {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
+  }
+}
+__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+
+// Loads this thread's chunks of the tile into registers (row0 + i * rows_per_pass, chunk).
+template <class T>
+__device__ __forceinline__ void load_tile_regs(const Problem& p, const TileCoord& c, int chunk, int row0,
+                                               uint4 (&regs)[T::passes]) {
+  using Raw = typename T::Raw;
+  const Raw* in = static_cast<const Raw*>(p.in) + c.b * p.batch_stride;
+  const int64_t k = c.k0 + chunk * T::vec;
+  if (in_full(c) && p.vec_in) {
+    // One address computation, then a constant stride: per load, a 64-bit multiply chain and a
+    // branch to the guarded path cost about as many instructions as the load's codes.
+    const Raw* src = in + (c.m0 + row0) * p.row_stride + k;
+    const int64_t pass_stride = T::rows_per_pass * p.row_stride;
+#pragma unroll
+    for (int i = 0; i < T::passes; ++i) regs[i] = __ldg(reinterpret_cast<const uint4*>(src + i * pass_stride));
+  } else {
+#pragma unroll
+    for (int i = 0; i < T::passes; ++i) regs[i] = load_chunk_guarded<T>(p, c, in, row0 + i * T::rows_per_pass, k);
+  }
+}
+
+// Copies the raw tile into shared memory, row-major with kTileCols elements per row (zeros
+// outside the tensor); the caller synchronises the CTA before reading it. The coordinates are read
+// once, before the copies: `c` may live in shared memory, and every cp.async clobbers memory.
+// kWait false: the caller waits for the copies (cp_async_wait_all) before its barrier. kFetch256:
+// cp_async_16's L2 prefetch hint.
+template <class T, bool kWait = true, bool kFetch256 = false>
+__device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c, int chunk, int row0, uint4* staged) {
+  using Raw = typename T::Raw;
+  const Raw* in = static_cast<const Raw*>(p.in) + c.b * p.batch_stride;
+  const int64_t k = c.k0 + chunk * T::vec;
+  const int in_rows = c.in_rows;
+  const Raw* src = in + (c.m0 + row0) * p.row_stride + k;  // pass i reads src + i * pass_stride
+  const int64_t pass_stride = T::rows_per_pass * p.row_stride;
+  if (in_full(c) && p.vec_in) {
+#pragma unroll
+    for (int i = 0; i < T::passes; ++i) {
+      const int row = row0 + i * T::rows_per_pass;
+      cp_async_16<kFetch256>(&staged[row * T::chunks_per_row + chunk], src + i * pass_stride);
+    }
+    if constexpr (kWait) cp_async_wait_all();
+  } else if (p.vec_in && k + T::vec <= p.K) {  // whole chunks: rows past in_rows are zero-filled
+#pragma unroll
+    for (int i = 0; i < T::passes; ++i) {
+      const int row = row0 + i * T::rows_per_pass;
+      uint4* dst = &staged[row * T::chunks_per_row + chunk];
+      if (row < in_rows) {
+        cp_async_16<kFetch256>(dst, src + i * pass_stride);
+      } else {
+        *dst = make_uint4(0, 0, 0, 0);
+      }
+    }
+    if constexpr (kWait) cp_async_wait_all();
+  } else {
+#pragma unroll
+    for (int i = 0; i < T::passes; ++i) {
+      const int row = row0 + i * T::rows_per_pass;
+      staged[row * T::chunks_per_row + chunk] = load_chunk_guarded<T>(p, c, in, row, k);
+    }
+  }
+}
+
+// Two adjacent raw elements: one shared-memory access.
+template <class Raw>
+struct PairOf;
+template <>
+struct PairOf<uint16_t> {
+  using type = uint32_t;
+};
+template <>
+struct PairOf<float> {
+  using type = float2;
+};
+
+// Element h (0: lower address) of a pair. Two 16-bit inputs are cut out of their word by a shift
+// (a copy into a 16-bit array made the compiler widen bf16 high halves with two instructions, not
+// one AND).
+template <class Raw, class Pair>
+__device__ __forceinline__ Raw pair_half(const Pair& w, int h) {
+  if constexpr (sizeof(Pair) == 4) {
+    return static_cast<Raw>(h == 0 ? w & 0xFFFFu : w >> 16);
+  } else {
+    Raw v[2];
+    memcpy(v, &w, sizeof(w));
+    return v[h];
+  }
+}
+
+// The inputs of one 16-byte chunk widened to fp32, as pairs (low address first).
+template <class In, int N>
+__device__ __forceinline__ void chunk_to_float(const uint4& raw, float (&x)[N]) {
+  using Raw = typename In::Raw;
+  using Pair = typename PairOf<Raw>::type;
+  static_assert(N * sizeof(Raw) == sizeof(raw), "one chunk");
+  Pair pairs[N / 2];
+  memcpy(pairs, &raw, sizeof(raw));
+#pragma unroll
+  for (int j = 0; j < N / 2; ++j) {
+    x[2 * j] = In::to_float(pair_half<Raw>(pairs[j], 0));
+    x[2 * j + 1] = In::to_float(pair_half<Raw>(pairs[j], 1));
+  }
+}
+
+}  // namespace mxq::cuda::quant
