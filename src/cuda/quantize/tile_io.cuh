@@ -9,6 +9,7 @@
 
 namespace mxq::cuda::quant {
 
+// The low NB (2, 4 or 8) bytes of v at dst, aligned to NB: one store.
 template <int NB>
 __device__ __forceinline__ void store_vec(uint8_t* dst, uint64_t v) {
   if constexpr (NB == 8) {
