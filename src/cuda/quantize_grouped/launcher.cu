@@ -101,11 +101,12 @@ Status launch(GroupedProblem p, cudaStream_t stream) {
   if (e != cudaSuccess) return cuda_status("quantize", e);
   const int64_t slots = int64_t{sms} * T::min_ctas_per_sm;
   if constexpr (ROW && !COL) {
-    const int64_t tile_rows = std::max(p.tile.tiles_m, int64_t{1});
-    if (tile_rows * p.tiles_k <= kRowTileRounds * slots) {
-      p.order = quant::TileOrder(static_cast<uint32_t>(tile_rows), static_cast<uint32_t>(p.tiles_k),
+    // The rows kernel's tiles of input rows (p.tile_rows counts the groups' row tiles instead).
+    const int64_t input_row_tiles = std::max(p.tile.tiles_m, int64_t{1});
+    if (input_row_tiles * p.tiles_k <= kRowTileRounds * slots) {
+      p.order = quant::TileOrder(static_cast<uint32_t>(input_row_tiles), static_cast<uint32_t>(p.tiles_k),
                                  static_cast<uint32_t>(p.tiles_k));
-      return launch_rows<In, Fmt, kRule>(p, tile_rows * p.tiles_k, stream);
+      return launch_rows<In, Fmt, kRule>(p, input_row_tiles * p.tiles_k, stream);
     }
   }
   p.strip_tiles = choose_strip(p.tile_rows, p.tiles_k, slots);
