@@ -54,8 +54,13 @@ Status quantize(const QuantizeArgs& args, const QuantizeSizes& sizes) {
   const int64_t tiles = p.batch * p.tiles_m * p.tiles_k;
   if (tiles > 0x7FFFFFFF) return Status::error(Code::unsupported, "quantize: more than 2^31 - 1 tiles");
   const cudaStream_t stream = as_stream(args.stream);
-  const Status scales = write_tensor_scales_if_nvfp4(args, stream);
-  if (!scales.ok()) return scales;
+  const bool derive = tiles > 0 && tiles <= quant::kDeriveTensorScalesTiles && tensor_scales_from_given_amax(args);
+  if (derive) {
+    p.amax = args.tensor_amax;
+  } else {
+    const Status scales = write_tensor_scales_if_nvfp4(args, stream);
+    if (!scales.ok()) return scales;
+  }
   if (tiles == 0) return {};
   p.batch_tiles = FastDiv(static_cast<uint32_t>(p.tiles_m * p.tiles_k));
   return quant::dispatch_tile_types(t.dtype, args.params.format, args.params.rule, [&](auto in, auto fmt, auto rule) {
@@ -66,6 +71,9 @@ Status quantize(const QuantizeArgs& args, const QuantizeSizes& sizes) {
       p.order = quant::TileOrder(static_cast<uint32_t>(p.tiles_m), static_cast<uint32_t>(p.tiles_k),
                                  quant::tile_order_band<quant::TileTraits<In, Fmt>, kRow, kCol>(p.tiles_k));
       auto kernel = quant::quantize_tile_kernel<In, Fmt, kRow, kCol, decltype(rule)::value>;
+      if constexpr (Fmt::nv) {
+        if (derive) kernel = quant::quantize_tile_kernel<In, Fmt, kRow, kCol, decltype(rule)::value, true>;
+      }
       const size_t smem = quant::tile_dynamic_smem<quant::TileTraits<In, Fmt>, kCol>();
       const Status st = quant::allow_dynamic_smem(kernel, smem);
       if (!st.ok()) return st;

@@ -17,6 +17,19 @@ Status tensor_amax_bits(const TensorView& in, uint32_t* bits, cudaStream_t strea
 Status write_nvfp4_tensor_scales(const TensorView& in, const float* given, float* s_enc, float* s_dec,
                                  cudaStream_t stream);
 
+// An nvfp4 quantize whose tile kernel can derive the tensor scales from the caller's amax itself:
+// the amax shares no byte with s_enc / s_dec (a delayed amax kept in an output slot must be read
+// before any CTA overwrites it, so that case keeps the separate kernel, which reads it first).
+inline bool tensor_scales_from_given_amax(const QuantizeArgs& a) {
+  if (a.params.format != Format::nvfp4 || a.tensor_amax == nullptr) return false;
+  const uintptr_t amax = reinterpret_cast<uintptr_t>(a.tensor_amax), bytes = a.input.batch * sizeof(float);
+  const auto disjoint = [&](const float* out) {
+    const uintptr_t o = reinterpret_cast<uintptr_t>(out);
+    return out == nullptr || amax + bytes <= o || o + bytes <= amax;
+  };
+  return disjoint(a.out.s_enc) && disjoint(a.out.s_dec);
+}
+
 // The tensor scales of an nvfp4 quantize (args.out.s_enc / s_dec), nothing for the MX formats.
 inline Status write_tensor_scales_if_nvfp4(const QuantizeArgs& a, cudaStream_t stream) {
   if (a.params.format != Format::nvfp4) return {};

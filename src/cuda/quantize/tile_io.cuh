@@ -92,6 +92,10 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
   }
 }
 __device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
+// cp_async_wait_all in two halves, so that work can go between them: the copies are committed
+// (started) first, then waited for.
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
+__device__ __forceinline__ void cp_async_wait_committed() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 
 // Loads this thread's chunks of the tile into registers (row0 + i * rows_per_pass, chunk).
 template <class T>
@@ -113,13 +117,18 @@ __device__ __forceinline__ void load_tile_regs(const Problem& p, const TileCoord
   }
 }
 
+struct NoWork {
+  __device__ void operator()() const {}
+};
+
 // Copies the raw tile into shared memory, row-major with kTileCols elements per row (zeros
 // outside the tensor); the caller synchronises the CTA before reading it. The coordinates are read
 // once, before the copies: `c` may live in shared memory, and every cp.async clobbers memory.
 // kWait false: the caller waits for the copies (cp_async_wait_all) before its barrier. kFetch256:
-// cp_async_16's L2 prefetch hint.
-template <class T, bool kWait = true, bool kFetch256 = false>
-__device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c, int chunk, int row0, uint4* staged) {
+// cp_async_16's L2 prefetch hint. while_copying() runs after the copies are issued, before the wait.
+template <class T, bool kWait = true, bool kFetch256 = false, class Work = NoWork>
+__device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c, int chunk, int row0, uint4* staged,
+                                           Work&& while_copying = {}) {
   using Raw = typename T::Raw;
   const Raw* in = static_cast<const Raw*>(p.in) + c.b * p.batch_stride;
   const int64_t k = c.k0 + chunk * T::vec;
@@ -132,7 +141,9 @@ __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c,
       const int row = row0 + i * T::rows_per_pass;
       cp_async_16<kFetch256>(&staged[row * T::chunks_per_row + chunk], src + i * pass_stride);
     }
-    if constexpr (kWait) cp_async_wait_all();
+    cp_async_commit();
+    while_copying();
+    if constexpr (kWait) cp_async_wait_committed();
   } else if (p.vec_in && k + T::vec <= p.K) {  // whole chunks: rows past in_rows are zero-filled
 #pragma unroll
     for (int i = 0; i < T::passes; ++i) {
@@ -144,13 +155,16 @@ __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c,
         *dst = make_uint4(0, 0, 0, 0);
       }
     }
-    if constexpr (kWait) cp_async_wait_all();
+    cp_async_commit();
+    while_copying();
+    if constexpr (kWait) cp_async_wait_committed();
   } else {
 #pragma unroll
     for (int i = 0; i < T::passes; ++i) {
       const int row = row0 + i * T::rows_per_pass;
       staged[row * T::chunks_per_row + chunk] = load_chunk_guarded<T>(p, c, in, row, k);
     }
+    while_copying();
   }
 }
 

@@ -28,8 +28,9 @@ struct Problem {
   int64_t tiles_m = 0, tiles_k = 0;
   FastDiv batch_tiles;            // plain kernel: tiles per batch
   TileOrder order;                // plain kernel: tiles_m x tiles_k
-  const float* s_enc = nullptr;   // nvfp4: the batch's tensor scales, written before the launch
-  const float* s_dec = nullptr;
+  float* s_enc = nullptr;         // nvfp4: the batch's tensor scales, written before the launch
+  float* s_dec = nullptr;         // (or by the kernel: derive_tensor_scales)
+  const float* amax = nullptr;    // nvfp4, kDerive kernels: the caller's amax
   // Fast paths, valid for full tiles only: 16-byte input loads, vector data and scale stores.
   bool vec_in = false, vec_row_out = false, vec_col_out = false, vec_scales = false;
   bool elem_aligned = true;  // the input pointer is aligned to its element size

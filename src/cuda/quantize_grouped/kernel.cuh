@@ -122,7 +122,8 @@ template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
 __global__ void __launch_bounds__(kThreads, (quant::TileTraits<In, Fmt>::min_ctas_per_sm))
 grouped_quantize_kernel(const GroupedProblem gp) {
   using T = quant::TileTraits<In, Fmt>;
-  extern __shared__ uint4 staged[];  // colwise: the staged input tile, then the staged output
+  // colwise: the staged input tile, then the staged output (aligned: see quantize_tile_kernel)
+  extern __shared__ __align__(128) uint4 staged[];
   __shared__ quant::TileScales<T> scales;
   __shared__ GroupWalkStorage<kThreads, kStripTiles> walk;
   // The tiles' coordinates live in shared memory: held in registers beside the tile code's they

@@ -115,7 +115,7 @@ template <class In, class Fmt, ScaleRule kRule>
 __global__ void __launch_bounds__(kThreads, (quant::TileTraits<In, Fmt>::min_ctas_per_sm))
 grouped_rows_kernel(const GroupedProblem gp) {
   using T = quant::TileTraits<In, Fmt>;
-  extern __shared__ uint4 staged_tile[];
+  extern __shared__ __align__(128) uint4 staged_tile[];  // aligned: see quantize_tile_kernel
   __shared__ quant::TileScales<T> scales;  // the rowwise half only
   __shared__ SpanStorage<kThreads> s;
 
