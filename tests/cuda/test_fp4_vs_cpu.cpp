@@ -210,6 +210,19 @@ TEST(CudaFp4Quantize, ExpertWeights3DWithPerExpertTensorScales) {
   expect_cuda_matches_cpu_fp4(normal_tensor(rng, DType::bf16, 1, 8192, 7168), params(Format::mxfp4, ScaleRule::rceil, ScaleLayout::blocked));
 }
 
+// With a caller-given amax, tensors of up to 6144 tiles (128 x 128; the launcher's
+// kDeriveTensorScalesTiles) derive the tensor scales in the tile kernel, larger ones in a separate
+// kernel first: both sides of that limit, on tall narrow tensors (one column tile, few elements),
+// every direction.
+TEST(CudaFp4Quantize, GivenAmaxOnBothSidesOfTheInKernelTileLimit) {
+  if (quick_mode()) GTEST_SKIP() << "MXQ_TEST_QUICK (12.6 M elements)";
+  MXQ_FRESH_RNG(rng);
+  for (int64_t row_tiles : {6144, 6145}) {
+    const HostTensor h = normal_tensor(rng, DType::bf16, 1, row_tiles * 128, 16);
+    expect_cuda_matches_cpu_fp4(h, params(Format::nvfp4, ScaleRule::rceil, ScaleLayout::blocked), {3.0f});
+  }
+}
+
 // A caller-given amax kept in an s_enc or s_dec output itself (delayed scaling in place): the
 // tensor scales still come from the amax as it was before the call.
 TEST(CudaFp4Quantize, GivenAmaxInATensorScaleOutput) {
