@@ -52,7 +52,10 @@ __device__ __forceinline__ void commit_max(uint32_t m, uint32_t* slot) {
   }
 }
 
-// Contiguous batches starting 16-byte aligned: 16-byte loads over the batch as one run.
+// Contiguous batches starting 16-byte aligned: 16-byte loads over the batch as one run, from its
+// end to its start, so that the batch's first rows, which the tile kernel after it reads first,
+// are the ones most likely still in L2 (H100, nvfp4 with the amax computed, same run: 8192 x 2048
+// 2-4 % faster, 32768 / 131072 x 2048 0-2 %).
 template <class In>
 __global__ void __launch_bounds__(kThreads) amax_contiguous_kernel(const AmaxProblem p) {
   using Raw = typename In::Raw;
@@ -60,17 +63,18 @@ __global__ void __launch_bounds__(kThreads) amax_contiguous_kernel(const AmaxPro
   const Raw* base = static_cast<const Raw*>(p.in) + blockIdx.y * p.batch_stride;
   const uint4* v = reinterpret_cast<const uint4*>(base);
   const int64_t n = p.rows * p.cols, nvec = n / kVec;
+  const auto load_from_end = [&](int64_t i) { return __ldg(v + (nvec - 1 - i)); };
   const int64_t stride = int64_t{gridDim.x} * kThreads;
   int64_t i = int64_t{blockIdx.x} * kThreads + threadIdx.x;
   uint32_t m = 0;
   for (; i + (kUnroll - 1) * stride < nvec; i += kUnroll * stride) {
     uint4 r[kUnroll];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) r[u] = __ldg(v + i + u * stride);
+    for (int u = 0; u < kUnroll; ++u) r[u] = load_from_end(i + u * stride);
 #pragma unroll
     for (int u = 0; u < kUnroll; ++u) m = max(m, abs_max_bits<In>(r[u]));
   }
-  for (; i < nvec; i += stride) m = max(m, abs_max_bits<In>(__ldg(v + i)));
+  for (; i < nvec; i += stride) m = max(m, abs_max_bits<In>(load_from_end(i)));
   for (int64_t j = nvec * kVec + int64_t{blockIdx.x} * kThreads + threadIdx.x; j < n; j += stride) {
     m = max(m, num::abs_bits(In::to_float(base[j])));
   }

@@ -58,9 +58,18 @@ GroupedProblem make_problem(const QuantizeArgs& a, const QuantizeSizes& sizes) {
 // was 2243 us when strips needed at least one round of CTAs against 2266 us at four rounds (both
 // directions 0.82 -> 0.85-0.87 at dims 1536 and 2048, G = 64 rowwise 0.80 -> 0.85; but rowwise at
 // 16384 x 1536, G = 8, 0.95 -> 0.91).
-int choose_strip(int64_t tile_rows, int64_t tiles_k, int64_t slots) {
+// Both directions keep one tile per CTA up to kBothOneTileRounds rounds of CTAs: H100, same run,
+// 16384 tokens, dims 1536-7168, G = 1-64, one-tile CTAs against two-tile strips: both 0.1-4.3 %
+// faster in 15 of 16 cases (G = 64: 0.818 -> 0.853 at dim 1536, 0.840 -> 0.867 at dim 2048), the
+// other one 0.9 % slower (dim 7168, G = 64: 20 rounds, past this limit). Colwise alone gained up to
+// 2 % for G <= 16 but lost 3.5 % at G = 64 (dims 5120, 7168) and keeps the strips.
+constexpr int64_t kBothOneTileRounds = 16;
+
+int choose_strip(bool both, int64_t tile_rows, int64_t tiles_k, int64_t slots) {
+  const int64_t tiles = tile_rows * tiles_k;
+  if (both && tiles <= kBothOneTileRounds * slots) return 1;
   constexpr int64_t kRounds = 1;
-  return static_cast<int>(std::clamp(tile_rows * tiles_k / (kRounds * slots), int64_t{1}, int64_t{qgroup::kMaxStrip}));
+  return static_cast<int>(std::clamp(tiles / (kRounds * slots), int64_t{1}, int64_t{qgroup::kMaxStrip}));
 }
 
 // The grid of one launch for the directions ROW / COL of p: the rows of the tile bound come from
@@ -109,7 +118,7 @@ Status launch(GroupedProblem p, cudaStream_t stream) {
       return launch_rows<In, Fmt, kRule>(p, input_row_tiles * p.tiles_k, stream);
     }
   }
-  p.strip_tiles = choose_strip(p.tile_rows, p.tiles_k, slots);
+  p.strip_tiles = choose_strip(ROW && COL, p.tile_rows, p.tiles_k, slots);
   p.strip_stride = num::ceil_div(p.tile_rows, int64_t{p.strip_tiles});
   p.order = quant::TileOrder(static_cast<uint32_t>(p.strip_stride), static_cast<uint32_t>(p.tiles_k),
                              quant::tile_order_band<T, ROW, COL>(p.tiles_k));
