@@ -132,7 +132,8 @@ void add_groups(const CaseSizes& s, std::vector<BenchCase>& out) {
   }
 }
 
-// Issue 5: MXFP4 and NVFP4 (computed and given amax), 3-D, groups along M, dequantize, amax.
+// Issue 5: MXFP4 and NVFP4 (computed and given amax), 3-D, groups along M, dequantize, amax (by
+// the reduction, and by pad / unpad as they copy).
 void add_fp4(const CaseSizes& s, std::vector<BenchCase>& out) {
   for (const BenchShape& shape : s.dense) {
     for (Direction d : kDirections) {
@@ -145,6 +146,16 @@ void add_fp4(const CaseSizes& s, std::vector<BenchCase>& out) {
     BenchCase amax;
     amax.op = Op::amax;
     out.push_back(at(amax, shape));
+    // The amax found by the producer of the tensor instead: pad / unpad with and without it.
+    for (Op op : {Op::pad, Op::unpad})
+      for (bool amax_out : {false, true}) {
+        BenchCase c;
+        c.op = op;
+        c.groups = 8;
+        c.alignment = kGroupAlignment;
+        c.amax_out = amax_out;
+        out.push_back(at(c, shape));
+      }
   }
   for (const BenchShape& shape : s.dequantize)  // mxfp4 with the floor rule: a shape or two
     out.push_back(at(quantize_case(Format::mxfp4, Direction::rowwise, ScaleRule::floor), shape));
@@ -265,6 +276,7 @@ std::string detail_string(const BenchCase& c) {
   if (op_has_format(c.op) && c.format != Format::nvfp4) add(to_string(c.rule));
   if (op_has_format(c.op) && c.format == Format::nvfp4 && c.op == Op::quantize)
     add(c.amax_given ? "amax=given" : "amax=computed");
+  if (c.amax_out) add("amax=out");
   if (c.groups > 0) add("G=", c.groups);
   if (c.alignment > 0) add("A=", c.alignment);
   if (c.pad_rowwise > 0) add("padR=", c.pad_rowwise);

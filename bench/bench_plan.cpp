@@ -146,6 +146,7 @@ Status plan_pad(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
   const int64_t offset_bytes = c.groups * int64_t{sizeof(int32_t)};
   a.padded_starts = static_cast<int32_t*>(output(*plan, device, offset_bytes));
   a.padded_ends = static_cast<int32_t*>(output(*plan, device, offset_bytes));
+  if (c.amax_out) a.amax = static_cast<float*>(output(*plan, device, sizeof(float)));
   plan->call = [a] { return pad(a); };
   return Status();
 }
@@ -170,6 +171,7 @@ Status plan_unpad(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
   u.rows = c.rows;
   u.backend = device.backend();
   u.stream = device.stream();
+  if (c.amax_out) u.amax = static_cast<float*>(output(*plan, device, sizeof(float)));
   plan->call = [u] { return unpad(u); };
   return Status();
 }

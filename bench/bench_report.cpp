@@ -104,6 +104,7 @@ std::string to_json(const BenchEnvironment& env, const std::vector<BenchResult>&
       j["rule"] = to_string(c.rule);
     }
     if (c.format == Format::nvfp4 && c.op == Op::quantize) j["amax_given"] = c.amax_given;
+    if (c.op == Op::pad || c.op == Op::unpad) j["amax_out"] = c.amax_out;
     j["groups"] = c.groups;
     j["pad_rowwise"] = c.pad_rowwise;
     j["pad_colwise"] = c.pad_colwise;

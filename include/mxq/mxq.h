@@ -133,7 +133,7 @@ struct mxq_dequantize_args {
 };
 
 /* mxq::PadArgs. Fields: input, groups, alignment, out, padded_starts, padded_ends, backend,
- * stream. */
+ * stream, amax (optional, appended last so that the older fields keep their offsets). */
 struct mxq_pad_args {
   struct mxq_tensor_view input;
   struct mxq_token_groups groups;
@@ -143,9 +143,11 @@ struct mxq_pad_args {
   int32_t* padded_ends;
   int32_t backend;
   void* stream;
+  float* amax; /* optional [1] */
 };
 
-/* mxq::UnpadArgs. Fields: input, groups, alignment, rows, out, backend, stream. */
+/* mxq::UnpadArgs. Fields: input, groups, alignment, rows, out, backend, stream, amax (optional,
+ * last). */
 struct mxq_unpad_args {
   struct mxq_tensor_view input;
   struct mxq_token_groups groups;
@@ -154,6 +156,7 @@ struct mxq_unpad_args {
   void* out;
   int32_t backend;
   void* stream;
+  float* amax; /* optional [1] */
 };
 
 /* mxq::SwizzleArgs. Fields: in, batch, rows, cols, group_axis, groups, out, backend, stream. */

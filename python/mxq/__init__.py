@@ -111,19 +111,26 @@ def tensor_amax(x):
     return _torch_mod().tensor_amax(x)
 
 
-def pad(x, group_ends, alignment=32):
+def pad(x, group_ends, alignment=32, with_amax=False):
     """Pads each token group of a 2-D (M, width) tensor to a multiple of `alignment` rows.
-    Returns (out (round_up(M + G*A, A), width), padded_starts, padded_ends), int32 offsets."""
+    Returns (out (round_up(M + G*A, A), width), padded_starts, padded_ends), int32 offsets, and
+    with `with_amax` also max |out| as float32 of shape (1,), found while copying (a float input):
+    the tensor_amax of an nvfp4 quantize of `out`, without a second read of it."""
     if _is_numpy(x):
-        return _core.pad(_np_mod().ADAPTER, x, group_ends, alignment)
-    return _torch_mod().pad(x, group_ends, alignment)
+        outs = _core.pad(_np_mod().ADAPTER, x, group_ends, alignment, with_amax)
+    else:
+        outs = _torch_mod().pad(x, group_ends, alignment, with_amax)
+    return outs if with_amax else outs[:3]
 
 
-def unpad(x, group_ends, rows, alignment=32):
-    """The inverse of pad: `rows` = M of the unpadded tensor; rows past the last end are 0."""
+def unpad(x, group_ends, rows, alignment=32, with_amax=False):
+    """The inverse of pad: `rows` = M of the unpadded tensor; rows past the last end are 0.
+    With `with_amax`, returns (out, amax) as pad does."""
     if _is_numpy(x):
-        return _core.unpad(_np_mod().ADAPTER, x, group_ends, alignment, rows)
-    return _torch_mod().unpad(x, group_ends, alignment, rows)
+        out, amax = _core.unpad(_np_mod().ADAPTER, x, group_ends, alignment, rows, with_amax)
+    else:
+        out, amax = _torch_mod().unpad(x, group_ends, alignment, rows, with_amax)
+    return (out, amax) if with_amax else out
 
 
 def swizzle(scales, group_ends=None, group_axis="none"):

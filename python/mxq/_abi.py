@@ -117,6 +117,7 @@ class PadArgs(ctypes.Structure):
         ("padded_ends", c_void_p),
         ("backend", c_int32),
         ("stream", c_void_p),
+        ("amax", c_void_p),
     ]
 
 
@@ -129,6 +130,7 @@ class UnpadArgs(ctypes.Structure):
         ("out", c_void_p),
         ("backend", c_int32),
         ("stream", c_void_p),
+        ("amax", c_void_p),
     ]
 
 

@@ -168,8 +168,9 @@ def tensor_amax(A, x):
     return out
 
 
-def pad(A, x, group_ends, alignment):
-    """(out, padded_starts, padded_ends): each group copied to start at a multiple of alignment."""
+def pad(A, x, group_ends, alignment, with_amax=False):
+    """(out, padded_starts, padded_ends, amax): each group copied to start at a multiple of
+    alignment; amax is max |out| as float32 (1,) with with_amax, else empty (0,)."""
     lib = library()
     x, view, batched = A.input_view(x)
     if batched:
@@ -177,19 +178,21 @@ def pad(A, x, group_ends, alignment):
     backend, stream = A.exec_args(x)
     ends, G = _groups(A, group_ends, x)
     rows = ctypes.c_int64()
-    fields = [*view, A.ptr(ends), G, alignment, 0, 0, 0, backend, stream]
+    fields = [*view, A.ptr(ends), G, alignment, 0, 0, 0, backend, stream, 0]
     lib.check(lib.pad_rows(_pad_args.fill(*fields), rows))
     if rows.value != _shapes.padded_rows(view[2], G, alignment):
         raise AssertionError("mxq: python padded rows disagree with libmxq")
     out = A.empty((rows.value, view[3]), "same", x)
     starts, pends = A.empty((G,), "i32", x), A.empty((G,), "i32", x)
+    amax = A.empty((1 if with_amax else 0,), "f32", x)
     fields[10:13] = A.ptr(out), A.ptr(starts), A.ptr(pends)
+    fields[15] = A.ptr(amax) if with_amax else 0
     lib.check(lib.pad(_pad_args.fill(*fields)))
-    return out, starts, pends
+    return out, starts, pends, amax
 
 
-def unpad(A, x, group_ends, alignment, rows):
-    """The inverse of pad: (rows, width); rows past the last end are 0."""
+def unpad(A, x, group_ends, alignment, rows, with_amax=False):
+    """(out, amax): the inverse of pad, (rows, width), rows past the last end 0; amax as in pad."""
     lib = library()
     x, view, batched = A.input_view(x)
     if batched:
@@ -197,9 +200,10 @@ def unpad(A, x, group_ends, alignment, rows):
     backend, stream = A.exec_args(x)
     ends, G = _groups(A, group_ends, x)
     out = A.empty((rows, view[3]), "same", x)
+    amax = A.empty((1 if with_amax else 0,), "f32", x)
     lib.check(lib.unpad(_unpad_args.fill(*view, A.ptr(ends), G, alignment, rows, A.ptr(out),
-                                         backend, stream)))
-    return out
+                                         backend, stream, A.ptr(amax) if with_amax else 0)))
+    return out, amax
 
 
 def _swizzle_fields(A, shape, group_axis, group_ends, like):

@@ -206,28 +206,32 @@ def _(x):
 
 
 @torch.library.custom_op("mxq::pad", mutates_args=())
-def _pad(x: Tensor, group_ends: Tensor, alignment: int) -> Tuple[Tensor, Tensor, Tensor]:
+def _pad(x: Tensor, group_ends: Tensor, alignment: int,
+         with_amax: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
     with _device_of(x):
-        return _core.pad(ADAPTER, x, group_ends, alignment)
+        return _core.pad(ADAPTER, x, group_ends, alignment, with_amax)
 
 
 @_pad.register_fake
-def _(x, group_ends, alignment):
+def _(x, group_ends, alignment, with_amax):
     G = group_ends.shape[0]
     rows = _shapes.padded_rows(x.shape[0], G, alignment)
     return (x.new_empty((rows, x.shape[1])), x.new_empty((G,), dtype=torch.int32),
-            x.new_empty((G,), dtype=torch.int32))
+            x.new_empty((G,), dtype=torch.int32),
+            x.new_empty((1 if with_amax else 0,), dtype=torch.float32))
 
 
 @torch.library.custom_op("mxq::unpad", mutates_args=())
-def _unpad(x: Tensor, group_ends: Tensor, alignment: int, rows: int) -> Tensor:
+def _unpad(x: Tensor, group_ends: Tensor, alignment: int, rows: int,
+           with_amax: bool) -> Tuple[Tensor, Tensor]:
     with _device_of(x):
-        return _core.unpad(ADAPTER, x, group_ends, alignment, rows)
+        return _core.unpad(ADAPTER, x, group_ends, alignment, rows, with_amax)
 
 
 @_unpad.register_fake
-def _(x, group_ends, alignment, rows):
-    return x.new_empty((rows, x.shape[1]))
+def _(x, group_ends, alignment, rows, with_amax):
+    return (x.new_empty((rows, x.shape[1])),
+            x.new_empty((1 if with_amax else 0,), dtype=torch.float32))
 
 
 @torch.library.custom_op("mxq::swizzle", mutates_args=())
@@ -294,12 +298,12 @@ def tensor_amax(x):
     return torch.ops.mxq.tensor_amax(x)
 
 
-def pad(x, group_ends, alignment):
-    return torch.ops.mxq.pad(x, as_group_ends(group_ends, x), alignment)
+def pad(x, group_ends, alignment, with_amax):
+    return torch.ops.mxq.pad(x, as_group_ends(group_ends, x), alignment, with_amax)
 
 
-def unpad(x, group_ends, alignment, rows):
-    return torch.ops.mxq.unpad(x, as_group_ends(group_ends, x), alignment, rows)
+def unpad(x, group_ends, alignment, rows, with_amax):
+    return torch.ops.mxq.unpad(x, as_group_ends(group_ends, x), alignment, rows, with_amax)
 
 
 def swizzle(scales, group_ends, group_axis):

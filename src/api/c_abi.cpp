@@ -98,6 +98,7 @@ PadArgs to_cpp(const mxq_pad_args& a) {
   p.out = a.out;
   p.padded_starts = a.padded_starts;
   p.padded_ends = a.padded_ends;
+  p.amax = a.amax;
   p.backend = static_cast<Backend>(a.backend);
   p.stream = a.stream;
   return p;
@@ -110,6 +111,7 @@ UnpadArgs to_cpp(const mxq_unpad_args& a) {
   u.alignment = a.alignment;
   u.rows = a.rows;
   u.out = a.out;
+  u.amax = a.amax;
   u.backend = static_cast<Backend>(a.backend);
   u.stream = a.stream;
   return u;

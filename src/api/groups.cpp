@@ -24,6 +24,16 @@ Status padded_output_rows(const char* op, int64_t M, const TokenGroups& g, int32
   return {};
 }
 
+// The optional amax output: a float input, and no byte shared with the output, whose copy it
+// follows (its slot is cleared, then raised with atomics while the rows are copied).
+Status check_amax(const char* op, const float* amax, DType dtype, const void* out, int64_t out_bytes) {
+  if (amax == nullptr) return {};
+  MXQ_TRY(api::check_float_dtype(op, "input.dtype (with amax)", dtype));
+  const auto a = reinterpret_cast<uintptr_t>(amax), o = reinterpret_cast<uintptr_t>(out);
+  MXQ_REQUIRE(a + sizeof(float) <= o || o + uint64_t(out_bytes) <= a, "amax must not overlap out");
+  return {};
+}
+
 Status validate_pad(const char* op, const PadArgs& a, int64_t* rows) {
   MXQ_TRY(check_payload(op, a.input));
   MXQ_TRY(api::check_groups(op, "groups", a.groups, a.input.batch));
@@ -49,13 +59,15 @@ Status pad(const PadArgs& args) {
   MXQ_TRY(api::check_present(op, "out", args.out, p * args.input.cols * dtype_size(args.input.dtype)));
   MXQ_TRY(api::check_present(op, "padded_starts", args.padded_starts, args.groups.count * 4));
   MXQ_TRY(api::check_present(op, "padded_ends", args.padded_ends, args.groups.count * 4));
+  MXQ_TRY(check_amax(op, args.amax, args.input.dtype, args.out, p * args.input.cols * dtype_size(args.input.dtype)));
   Backend b;
   MXQ_TRY(api::resolve_backend(op, args.backend,
                                {{"input.data", args.input.data},
                                 {"groups.ends", args.groups.ends},
                                 {"out", args.out},
                                 {"padded_starts", args.padded_starts},
-                                {"padded_ends", args.padded_ends}},
+                                {"padded_ends", args.padded_ends},
+                                {"amax", args.amax}},
                                &b));
 #ifdef MXQ_WITH_CUDA
   if (b == Backend::cuda) return cuda::pad(args, p);
@@ -73,12 +85,15 @@ Status unpad(const UnpadArgs& args) {
   MXQ_REQUIRE(args.input.rows >= p, "input.rows (", args.input.rows, ") must be >= the padded rows round_up(rows + G*A, A) = ",
               p, " (rows ", args.rows, ", G ", args.groups.count, ", A ", args.alignment, ")");
   MXQ_TRY(api::check_backend(op, args.backend));
-  MXQ_TRY(api::check_present(op, "out", args.out, args.rows * args.input.cols * dtype_size(args.input.dtype)));
+  const int64_t out_bytes = args.rows * args.input.cols * dtype_size(args.input.dtype);
+  MXQ_TRY(api::check_present(op, "out", args.out, out_bytes));
+  MXQ_TRY(check_amax(op, args.amax, args.input.dtype, args.out, out_bytes));
   Backend b;
   MXQ_TRY(api::resolve_backend(op, args.backend,
                                {{"input.data", args.input.data},
                                 {"groups.ends", args.groups.ends},
-                                {"out", args.out}},
+                                {"out", args.out},
+                                {"amax", args.amax}},
                                &b));
 #ifdef MXQ_WITH_CUDA
   if (b == Backend::cuda) return cuda::unpad(args);

@@ -31,6 +31,17 @@ const uint8_t* row_ptr(const TensorView& t, int64_t r) {
   return static_cast<const uint8_t*>(t.data) + r * t.rstride() * dtype_size(t.dtype);
 }
 
+// The optional amax of the written output (rows x cols of the input's dtype): its definition.
+Status write_amax(float* amax, const void* out, DType dtype, int64_t rows, int64_t cols) {
+  if (amax == nullptr) return {};
+  TensorView v;
+  v.data = out;
+  v.dtype = dtype;
+  v.rows = rows;
+  v.cols = cols;
+  return cpu::tensor_amax(v, amax);
+}
+
 }  // namespace
 
 Status pad(const PadArgs& args, int64_t out_rows) {
@@ -49,7 +60,7 @@ Status pad(const PadArgs& args, int64_t out_rows) {
     written = s.padded_end;
   });
   if (out_rows > written) std::memset(out + written * row_bytes, 0, (out_rows - written) * row_bytes);
-  return {};
+  return write_amax(args.amax, out, args.input.dtype, out_rows, args.input.cols);
 }
 
 Status unpad(const UnpadArgs& args) {
@@ -64,7 +75,7 @@ Status unpad(const UnpadArgs& args) {
     written = s.end;
   });
   if (args.rows > written) std::memset(out + written * row_bytes, 0, (args.rows - written) * row_bytes);
-  return {};
+  return write_amax(args.amax, out, args.input.dtype, args.rows, args.input.cols);
 }
 
 }  // namespace mxq::cpu

@@ -210,6 +210,8 @@ std::vector<Row> rows() {
       {"pad out null", [](Call& c) { c.p.out = nullptr; return pad(c.p); }, bad, "pad: out is null but needs 20480 bytes"},
       {"pad padded_starts null", [](Call& c) { c.p.padded_starts = nullptr; return pad(c.p); }, bad, "pad: padded_starts is null"},
       {"pad padded_ends null", [](Call& c) { c.p.padded_ends = nullptr; return pad(c.p); }, bad, "pad: padded_ends is null"},
+      {"pad amax of u8", [](Call& c) { c.p.input.dtype = DType::u8; c.p.amax = c.slice<float>(14); return pad(c.p); }, bad, "pad: input.dtype (with amax) must be bf16, fp16 or fp32 (got u8)"},
+      {"pad amax in out", [](Call& c) { c.p.amax = reinterpret_cast<float*>(c.slice(6) + 100); return pad(c.p); }, bad, "pad: amax must not overlap out"},
       {"pad rows overflow int32", [](Call& c) { c.p.input.rows = 2147483647; c.p.input.cols = 1; c.p.alignment = 4096; return pad(c.p); }, bad, "must fit int32 offsets"},
       {"pad output too large", [](Call& c) {
          static const std::vector<int32_t> e = many_ends(1 << 19);
@@ -225,6 +227,8 @@ std::vector<Row> rows() {
       {"unpad out null", [](Call& c) { c.u.out = nullptr; return unpad(c.u); }, bad, "unpad: out is null but needs 8192 bytes"},
       {"unpad batch 3", [](Call& c) { c.u.input.batch = 3; c.u.input.rows = 10; return unpad(c.u); }, bad, "unpad: input.batch (3) must be 1"},
       {"unpad ends null", [](Call& c) { c.u.groups.ends = nullptr; return unpad(c.u); }, bad, "unpad: groups.ends is null"},
+      {"unpad amax of u8", [](Call& c) { c.u.input.dtype = DType::u8; c.u.amax = c.slice<float>(14); return unpad(c.u); }, bad, "unpad: input.dtype (with amax) must be bf16, fp16 or fp32 (got u8)"},
+      {"unpad amax in out", [](Call& c) { c.u.amax = reinterpret_cast<float*>(c.slice(9)); return unpad(c.u); }, bad, "unpad: amax must not overlap out"},
       {"unpad backend cuda", [](Call& c) { c.u.backend = Backend::cuda; return unpad(c.u); }, kCudaCode, kCudaMessage},
       // ---- swizzle / swizzle_size / unswizzle ----
       {"sw in null", [](Call& c) { c.s.in = nullptr; return swizzle(c.s); }, bad, "swizzle: in is null but needs 512 bytes"},

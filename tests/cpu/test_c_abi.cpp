@@ -31,8 +31,8 @@ static_assert(offsetof(mxq_dequantize_args, batch) == 16 && offsetof(mxq_dequant
                   offsetof(mxq_dequantize_args, stream) == 104 && sizeof(mxq_dequantize_args) == 112,
               "mxq_dequantize_args");
 static_assert(offsetof(mxq_pad_args, alignment) == 72 && offsetof(mxq_pad_args, out) == 80 &&
-                  sizeof(mxq_pad_args) == 120, "mxq_pad_args");
-static_assert(offsetof(mxq_unpad_args, rows) == 80 && sizeof(mxq_unpad_args) == 112, "mxq_unpad_args");
+                  offsetof(mxq_pad_args, amax) == 120 && sizeof(mxq_pad_args) == 128, "mxq_pad_args");
+static_assert(offsetof(mxq_unpad_args, rows) == 80 && offsetof(mxq_unpad_args, amax) == 112 && sizeof(mxq_unpad_args) == 120, "mxq_unpad_args");
 static_assert(offsetof(mxq_swizzle_args, group_axis) == 32 && offsetof(mxq_swizzle_args, groups) == 40 &&
                   sizeof(mxq_swizzle_args) == 80, "mxq_swizzle_args");
 

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <mxq/mxq.hpp>
+#include <mxq/numerics.hpp>
 
 #include "support/test_util.hpp"
 
@@ -58,7 +59,23 @@ Padded reference_pad(const Payload& x, const std::vector<int32_t>& ends, int64_t
   return r;
 }
 
-// Runs pad then unpad and checks both against the reference, with every output byte written.
+// max |x| of a row-major buffer of dtype t as fp32 bits, NaN winning: the amax pad / unpad report.
+uint32_t reference_amax_bits(const std::vector<uint8_t>& bytes, DType t) {
+  uint32_t m = 0;
+  const size_t esize = static_cast<size_t>(dtype_size(t));
+  for (size_t i = 0; i + esize <= bytes.size(); i += esize) {
+    uint32_t raw = 0;
+    std::memcpy(&raw, bytes.data() + i, esize);
+    const float v = t == DType::bf16   ? num::bf16_to_float(static_cast<uint16_t>(raw))
+                    : t == DType::fp16 ? num::fp16_to_float(static_cast<uint16_t>(raw))
+                                       : num::u2f(raw);
+    m = std::max(m, num::f2u(v) & 0x7FFFFFFFu);
+  }
+  return m;
+}
+
+// Runs pad then unpad and checks both against the reference, with every output byte written; for
+// float dtypes both also report the output's amax.
 void check_round_trip(const Payload& x, const std::vector<int32_t>& ends, int32_t A) {
   const int64_t G = static_cast<int64_t>(ends.size());
   PadArgs p;
@@ -74,7 +91,11 @@ void check_round_trip(const Payload& x, const std::vector<int32_t>& ends, int32_
   std::vector<uint8_t> outs[2];
   std::vector<int32_t> starts[2], pends[2];
   const uint8_t poison[2] = {test::kPoisonA, test::kPoisonB};
+  const bool with_amax = x.dtype != DType::u8;
+  const uint32_t want_amax = with_amax ? reference_amax_bits(want.out, x.dtype) : 0;
+  float amax[2] = {num::u2f(0xDEADBEEFu), num::u2f(0xDEADBEEFu)};
   for (int k = 0; k < 2; ++k) {
+    p.amax = with_amax ? &amax[0] : nullptr;
     outs[k] = test::poisoned(static_cast<size_t>(P * x.row_bytes()), poison[k]);
     starts[k].assign(ends.size(), -7 - k);
     pends[k].assign(ends.size(), -7 - k);
@@ -89,6 +110,9 @@ void check_round_trip(const Payload& x, const std::vector<int32_t>& ends, int32_
   EXPECT_EQ(starts[0], want.starts);
   EXPECT_EQ(pends[0], want.ends);
   EXPECT_EQ(starts[1], want.starts);
+  if (with_amax) {
+    EXPECT_EQ(num::f2u(amax[0]), want_amax) << "pad amax";
+  }
 
   // unpad: the padded tensor back to (M, width); rows past the last end are 0.
   UnpadArgs u;
@@ -101,6 +125,7 @@ void check_round_trip(const Payload& x, const std::vector<int32_t>& ends, int32_
   for (int k = 0; k < 2; ++k) {
     back[k] = test::poisoned(static_cast<size_t>(x.rows * x.row_bytes()), poison[k]);
     u.out = back[k].data();
+    u.amax = with_amax ? &amax[1] : nullptr;
     const Status s = unpad(u);
     ASSERT_TRUE(s.ok()) << s.message();
   }
@@ -109,6 +134,9 @@ void check_round_trip(const Payload& x, const std::vector<int32_t>& ends, int32_
   for (int64_t r = 0; r < want.last_end; ++r)
     std::memcpy(expect_back.data() + r * x.row_bytes(), x.row(r), static_cast<size_t>(x.row_bytes()));
   EXPECT_TRUE(test::bytes_equal(expect_back, back[0], "unpad(pad(x))"));
+  if (with_amax) {
+    EXPECT_EQ(num::f2u(amax[1]), want_amax) << "unpad amax (the same rows as pad's)";
+  }
 }
 
 const DType kDtypes[] = {DType::bf16, DType::fp16, DType::fp32, DType::u8};

@@ -1,7 +1,7 @@
 // Token padding on the cuda backend: pad and unpad byte for byte against the cpu backend (random
 // jagged groups, every dtype size, narrow and wide rows, alignments, up to 1024 groups, strided
-// and unaligned inputs), clamped bad offsets, validate_group_ends messages, CUDA graph replay with
-// new offsets in the same buffer. Speed is measured by mxq_bench (docs/PERF.md), not here.
+// and unaligned inputs), with the amax of the output for float dtypes; clamped bad offsets,
+// validate_group_ends messages, CUDA graph replay with new offsets in the same buffer. Speed is measured by mxq_bench (docs/PERF.md), not here.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -38,13 +38,17 @@ HostTensor random_payload(Rng& rng, DType t, int64_t M, int64_t cols, int64_t ro
 struct PadResult {
   std::vector<uint8_t> out;
   std::vector<uint8_t> starts, ends;  // int32 bytes
+  std::vector<uint8_t> amax;          // fp32 bytes; empty for u8 payloads (no amax)
 };
+
+bool has_amax(DType t) { return t != DType::u8; }
 
 PadResult cpu_pad(const HostTensor& x, const std::vector<int32_t>& ends, int32_t A, int64_t P) {
   PadResult r;
   r.out.assign(size_t(P * x.cols * dtype_size(x.dtype)), 0);
   r.starts.assign(ends.size() * 4, 0);
   r.ends.assign(ends.size() * 4, 0);
+  if (has_amax(x.dtype)) r.amax.assign(4, 0);
   PadArgs p;
   p.input = x.view();
   p.groups = {ends.data(), int64_t(ends.size())};
@@ -52,6 +56,7 @@ PadResult cpu_pad(const HostTensor& x, const std::vector<int32_t>& ends, int32_t
   p.out = r.out.data();
   p.padded_starts = reinterpret_cast<int32_t*>(r.starts.data());
   p.padded_ends = reinterpret_cast<int32_t*>(r.ends.data());
+  p.amax = r.amax.empty() ? nullptr : reinterpret_cast<float*>(r.amax.data());
   p.backend = Backend::cpu;
   const Status s = pad(p);
   EXPECT_TRUE(s.ok()) << s.message();
@@ -81,6 +86,7 @@ UnpadArgs unpad_of(const PadArgs& p, int64_t P, int64_t rows, void* out) {
   u.alignment = p.alignment;
   u.rows = rows;
   u.out = out;
+  u.amax = p.amax;
   u.backend = p.backend;
   u.stream = p.stream;
   return u;
@@ -103,34 +109,59 @@ void expect_pad_unpad_match_cpu(const HostTensor& x, const std::vector<int32_t>&
   ASSERT_TRUE(pad_rows(p, &P).ok());
   const PadResult want = cpu_pad(x, ends, A, P);
 
-  DeviceBuffer out(size_t(P * row_bytes)), starts(ends.size() * 4), pends(ends.size() * 4);
+  DeviceBuffer out(size_t(P * row_bytes)), starts(ends.size() * 4), pends(ends.size() * 4), amax(4);
   p.out = out.get();
   p.padded_starts = reinterpret_cast<int32_t*>(starts.get());
   p.padded_ends = reinterpret_cast<int32_t*>(pends.get());
+  p.amax = has_amax(x.dtype) ? reinterpret_cast<float*>(amax.get()) : nullptr;
   const auto got = run_poisoned_twice(
       [&](uint8_t pattern) {
         out.fill(pattern);
         starts.fill(pattern);
         pends.fill(pattern);
+        amax.fill(pattern);
       },
-      [&] { return pad(p); }, [&] { return PadResult{out.download(), starts.download(), pends.download()}; });
+      [&] { return pad(p); },
+      [&] {
+        return PadResult{out.download(), starts.download(), pends.download(),
+                         p.amax ? amax.download() : std::vector<uint8_t>{}};
+      });
   EXPECT_TRUE(every_byte_written(got[0].out, got[1].out, "pad out"));
   EXPECT_TRUE(every_byte_written(got[0].starts, got[1].starts, "padded_starts"));
   EXPECT_TRUE(every_byte_written(got[0].ends, got[1].ends, "padded_ends"));
   EXPECT_TRUE(bytes_equal(want.out, got[0].out, "pad out"));
   EXPECT_TRUE(bytes_equal(want.starts, got[0].starts, "padded_starts"));
   EXPECT_TRUE(bytes_equal(want.ends, got[0].ends, "padded_ends"));
+  if (p.amax) {
+    EXPECT_TRUE(every_byte_written(got[0].amax, got[1].amax, "pad amax"));
+    EXPECT_TRUE(bytes_equal(want.amax, got[0].amax, "pad amax"));
+  }
 
   // unpad reads the padded tensor (here the device's own pad output) back to M rows.
+  // Its amax is pad's: the same rows, other zeros.
   DeviceBuffer back(size_t(x.rows * row_bytes));
   const UnpadArgs u = unpad_of(p, P, x.rows, back.get());
-  const auto unpadded = run_poisoned_twice([&](uint8_t pattern) { back.fill(pattern); }, [&] { return unpad(u); },
-                                           [&] { return back.download(); });
-  EXPECT_TRUE(every_byte_written(unpadded[0], unpadded[1], "unpad out"));
-  EXPECT_TRUE(bytes_equal(cpu_unpad(want.out, x.dtype, P, x.cols, ends, A, x.rows), unpadded[0], "unpad out"));
+  const auto unpadded = run_poisoned_twice(
+      [&](uint8_t pattern) {
+        back.fill(pattern);
+        amax.fill(pattern);
+      },
+      [&] { return unpad(u); },
+      [&] {
+        std::vector<uint8_t> bytes = back.download();
+        if (p.amax) {
+          const std::vector<uint8_t> a = amax.download();
+          bytes.insert(bytes.end(), a.begin(), a.end());
+        }
+        return bytes;
+      });
+  EXPECT_TRUE(every_byte_written(unpadded[0], unpadded[1], "unpad out and amax"));
+  std::vector<uint8_t> want_back = cpu_unpad(want.out, x.dtype, P, x.cols, ends, A, x.rows);
+  want_back.insert(want_back.end(), want.amax.begin(), want.amax.end());
+  EXPECT_TRUE(bytes_equal(want_back, unpadded[0], "unpad out and amax"));
 }
 
-const DType kDtypes[] = {DType::u8, DType::bf16, DType::fp32};  // element sizes 1, 2, 4
+const DType kDtypes[] = {DType::u8, DType::bf16, DType::fp16, DType::fp32};  // sizes 1, 2, 2, 4; amax but u8
 const int32_t kAlignments[] = {16, 32, 64, 128};
 
 TEST(PadCuda, MatchesCpuOnJaggedGroups) {
@@ -235,10 +266,11 @@ TEST(PadCuda, GraphReplayReadsNewOffsets) {
   p.stream = graph.stream();
   int64_t P = 0;
   ASSERT_TRUE(pad_rows(p, &P).ok());
-  DeviceBuffer out(size_t(P * K * 2)), starts(G * 4), pends(G * 4), back(size_t(M * K * 2));
+  DeviceBuffer out(size_t(P * K * 2)), starts(G * 4), pends(G * 4), back(size_t(M * K * 2)), amax(4);
   p.out = out.get();
   p.padded_starts = reinterpret_cast<int32_t*>(starts.get());
   p.padded_ends = reinterpret_cast<int32_t*>(pends.get());
+  p.amax = reinterpret_cast<float*>(amax.get());  // cleared and raised in the graph (unpad writes it again)
   const UnpadArgs u = unpad_of(p, P, M, back.get());
 
   MXQ_CUDA_CHECK(graph.begin_capture(cudaStreamCaptureModeGlobal));
@@ -254,12 +286,14 @@ TEST(PadCuda, GraphReplayReadsNewOffsets) {
     d_ends.upload(ends.data(), ends.size() * 4);
     out.fill(uint8_t(kPoisonA + replay));
     back.fill(kPoisonB);
+    amax.fill(0xFF);  // above any amax: a replay that did not clear the slot would keep it
     MXQ_CUDA_CHECK(graph.replay());
     const PadResult want = cpu_pad(x, ends, A, P);
     EXPECT_TRUE(bytes_equal(want.out, out.download(), "pad out"));
     EXPECT_TRUE(bytes_equal(want.starts, starts.download(), "padded_starts"));
     EXPECT_TRUE(bytes_equal(want.ends, pends.download(), "padded_ends"));
     EXPECT_TRUE(bytes_equal(cpu_unpad(want.out, DType::bf16, P, K, ends, A, M), back.download(), "unpad out"));
+    EXPECT_TRUE(bytes_equal(want.amax, amax.download(), "amax"));
   }
 }
 

@@ -42,6 +42,22 @@ def test_pad_matches_reference_and_unpad_inverts_it(dtype, A):
     np.testing.assert_array_equal(back, expect)
 
 
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_pad_and_unpad_report_the_amax_of_their_output(dtype):
+    g = rng(7)
+    x = (g.standard_normal((301, 24)) * 100).astype(dtype)
+    ends = np.array([0, 40, 40, 200, 250], np.int32)  # rows 250.. are not copied
+    x[260, 3] = 1e4  # the largest |x| of the tensor, but past the last end
+    x[17, 5] = -3e3
+    out, _, _, amax = mxq.pad(x, ends, alignment=32, with_amax=True)
+    assert amax.dtype == np.float32 and amax.shape == (1,)
+    assert amax[0] == np.abs(out).max() == np.float32(np.abs(x[:250]).max()) == np.float32(dtype(3e3))
+    back, back_amax = mxq.unpad(out, ends, x.shape[0], alignment=32, with_amax=True)
+    assert back_amax[0] == amax[0]
+    with pytest.raises(mxq.InvalidArgument, match="with amax"):
+        mxq.pad(x.view(np.uint8), ends, alignment=32, with_amax=True)
+
+
 def test_pad_accepts_python_lists_of_ends():
     x = np.arange(40, dtype=np.float32).reshape(10, 4)
     out, starts, pends = mxq.pad(x, [3, 10], alignment=8)

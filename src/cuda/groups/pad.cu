@@ -10,10 +10,12 @@
 #include <algorithm>
 
 #include "backend.hpp"
+#include "cuda/abs_max.cuh"
 #include "cuda/common.cuh"
 #include "cuda/groups/group_scan.cuh"
 #include "cuda/groups/launch_shape.cuh"
 #include "cuda/groups/row_copy.cuh"
+#include "cuda/quantize/tensor_scale.hpp"
 
 namespace mxq::cuda {
 namespace {
@@ -36,20 +38,39 @@ struct RowCopyParams {
   int64_t rows_per_cta;
 };
 
+// The optional amax (PadArgs::amax, UnpadArgs::amax): nothing, or the running max of the rows a
+// thread copies, one atomicMax per CTA at the end. Zero rows cannot raise it, so only the rows
+// read are folded, and the result is the amax of the whole output.
+struct NoAmax : NoFold {
+  __device__ void commit(uint32_t*) const {}
+};
+template <class In>
+struct RunningAmax {
+  uint32_t bits = 0;
+  template <class V>
+  __device__ __forceinline__ void operator()(const V& v) { bits = max(bits, abs_max_bits<In>(v)); }
+  __device__ void commit(uint32_t* slot) const { cta_commit_max<kThreads>(bits, slot); }
+};
+
 // Copies input rows [in_row, in_row + n) to output rows [out_row, out_row + n); in_row < 0: zeros.
-template <class V>
-__device__ void copy_run(const RowCopyParams& p, int64_t out_row, int64_t in_row, int64_t n) {
+template <class V, class Amax>
+__device__ void copy_run(const RowCopyParams& p, Amax& amax, int64_t out_row, int64_t in_row, int64_t n) {
   if (n <= 0) return;
-  cta_copy_rows<kThreads, V>(in_row >= 0 ? p.in + in_row * p.in_stride : nullptr, p.in_stride,
-                             p.out + out_row * p.row_bytes, p.row_bytes, n);
+  uint8_t* dst = p.out + out_row * p.row_bytes;
+  if (in_row < 0)
+    cta_copy_rows<kThreads, V>(nullptr, p.in_stride, dst, p.row_bytes, n);
+  else
+    cta_copy_rows<kThreads, V>(p.in + in_row * p.in_stride, p.in_stride, dst, p.row_bytes, n, amax);
 }
 
 // The output rows of pad are, group by group, a run of input rows then a run of padding rows;
 // the CTA copies the runs that meet its range [r0, r1), then zeros its rows past the last group.
 // CTA 0 walks every group and also writes the padded offsets.
-template <class V>
-__global__ void __launch_bounds__(kThreads, kCtasPerSm) pad_kernel(RowCopyParams p, int32_t* padded_starts, int32_t* padded_ends) {
+template <class V, class Amax>
+__global__ void __launch_bounds__(kThreads, kCtasPerSm)
+    pad_kernel(RowCopyParams p, int32_t* padded_starts, int32_t* padded_ends, uint32_t* amax_bits) {
   __shared__ GroupChunkStorage<kChunk> s;
+  Amax amax;
   const int64_t r0 = blockIdx.x * p.rows_per_cta, r1 = min(p.out_rows, r0 + p.rows_per_cta);
   int64_t end = 0, padded_end = 0;
   auto body = [&](const GroupChunk<kChunk>& c) {
@@ -62,37 +83,40 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) pad_kernel(RowCopyParams
     for (int j = lo < hi ? c.find_by_padded_end(lo) : c.count; j < c.count && c.padded_begin_of(j) < hi; ++j) {
       const int64_t pb = c.padded_begin_of(j), data_end = pb + (c.end_of(j) - c.begin_of(j));
       const int64_t a = max(lo, pb), b = min(hi, data_end);
-      copy_run<V>(p, a, c.begin_of(j) + (a - pb), b - a);
+      copy_run<V>(p, amax, a, c.begin_of(j) + (a - pb), b - a);
       const int64_t z = max(lo, data_end);
-      copy_run<V>(p, z, -1, min(hi, c.padded_end_of(j)) - z);
+      copy_run<V>(p, amax, z, -1, min(hi, c.padded_end_of(j)) - z);
     }
     return blockIdx.x == 0 || c.chunk_padded_end() < r1;
   };
   for_each_group_chunk<kThreads, kItems>(p.ends, p.groups, p.limit, PadToMultiple{p.alignment}, s, body, &end,
                                          &padded_end);
   const int64_t z = max(r0, padded_end);
-  copy_run<V>(p, z, -1, r1 - z);
+  copy_run<V>(p, amax, z, -1, r1 - z);
+  amax.commit(amax_bits);
 }
 
 // The output rows of unpad are, group by group, runs of rows read from the group's padded span;
 // rows past the last end are 0.
-template <class V>
-__global__ void __launch_bounds__(kThreads, kCtasPerSm) unpad_kernel(RowCopyParams p) {
+template <class V, class Amax>
+__global__ void __launch_bounds__(kThreads, kCtasPerSm) unpad_kernel(RowCopyParams p, uint32_t* amax_bits) {
   __shared__ GroupChunkStorage<kChunk> s;
+  Amax amax;
   const int64_t r0 = blockIdx.x * p.rows_per_cta, r1 = min(p.out_rows, r0 + p.rows_per_cta);
   int64_t end = 0, padded_end = 0;
   auto body = [&](const GroupChunk<kChunk>& c) {
     const int64_t lo = max(r0, c.chunk_begin()), hi = min(r1, c.chunk_end());
     for (int j = lo < hi ? c.find_by_end(lo) : c.count; j < c.count && c.begin_of(j) < hi; ++j) {
       const int64_t a = max(lo, c.begin_of(j)), b = min(hi, c.end_of(j));
-      copy_run<V>(p, a, c.padded_begin_of(j) + (a - c.begin_of(j)), b - a);
+      copy_run<V>(p, amax, a, c.padded_begin_of(j) + (a - c.begin_of(j)), b - a);
     }
     return c.chunk_end() < r1;
   };
   for_each_group_chunk<kThreads, kItems>(p.ends, p.groups, p.limit, PadToMultiple{p.alignment}, s, body, &end,
                                          &padded_end);
   const int64_t z = max(r0, end);
-  copy_run<V>(p, z, -1, r1 - z);
+  copy_run<V>(p, amax, z, -1, r1 - z);
+  amax.commit(amax_bits);
 }
 
 RowCopyParams row_copy_params(const TensorView& input, const TokenGroups& groups, int32_t alignment, void* out,
@@ -116,40 +140,81 @@ int access_width(const RowCopyParams& p) {
                         uint64_t(p.row_bytes)});
 }
 
+// Launches the kernel `pick(V{}, Amax{})` returns, by launch(kernel, grid, params, amax_bits),
+// with the widest access the rows allow. With an amax its slot is cleared and the copy folds it,
+// unless an access is narrower than an element (misaligned rows): then the written output is
+// reduced afterwards, which reads it once more.
+template <class Pick, class Launch>
+Status launch_row_copy(const char* op, RowCopyParams p, float* amax, DType dtype, int64_t cols, cudaStream_t stream,
+                       Pick pick, Launch launch) {
+  auto* bits = reinterpret_cast<uint32_t*>(amax);
+  bool reduce_after = false;
+  cudaError_t e = cudaSuccess;
+  auto run = [&](auto kernel, uint32_t* slot) {
+    RangeGrid g;
+    e = row_grid(kernel, p, &g);
+    if (e == cudaSuccess && slot != nullptr) e = cudaMemsetAsync(slot, 0, sizeof(uint32_t), stream);
+    if (e != cudaSuccess) return;
+    p.rows_per_cta = g.per_cta;
+    launch(kernel, g, p, slot);
+  };
+  dispatch_access(access_width(p), [&](auto v) {
+    using V = decltype(v);
+    if (amax == nullptr) return run(pick(V{}, NoAmax{}), nullptr);
+    dispatch_input(dtype, [&](auto in) {
+      using In = decltype(in);
+      if constexpr (sizeof(V) % sizeof(typename In::Raw) == 0) {
+        run(pick(V{}, RunningAmax<In>{}), bits);
+      } else {
+        reduce_after = true;
+        run(pick(V{}, NoAmax{}), nullptr);
+      }
+    });
+  });
+  if (e != cudaSuccess) return cuda_status(op, e);
+  Status st = launch_status(op);
+  if (!st.ok() || !reduce_after) return st;
+  TensorView out;
+  out.data = p.out;
+  out.dtype = dtype;
+  out.rows = p.out_rows;
+  out.cols = cols;
+  return tensor_amax_bits(out, bits, stream);
+}
+
+// No rows to copy: the amax of an empty output is 0.
+Status clear_amax(const char* op, float* amax, cudaStream_t stream) {
+  if (amax == nullptr) return {};
+  return cuda_status(op, cudaMemsetAsync(amax, 0, sizeof(float), stream));
+}
+
 }  // namespace
 
 Status pad(const PadArgs& args, int64_t out_rows) {
   const char* op = "pad";
-  if (out_rows == 0) return {};  // no rows and no groups
-  RowCopyParams p = row_copy_params(args.input, args.groups, args.alignment, args.out, out_rows, args.input.rows);
-  cudaError_t e = cudaSuccess;
-  dispatch_access(access_width(p), [&](auto v) {
-    using V = decltype(v);
-    RangeGrid g;
-    e = row_grid(&pad_kernel<V>, p, &g);
-    if (e != cudaSuccess) return;
-    p.rows_per_cta = g.per_cta;
-    pad_kernel<V><<<g.ctas, kThreads, 0, as_stream(args.stream)>>>(p, args.padded_starts, args.padded_ends);
-  });
-  if (e != cudaSuccess) return cuda_status(op, e);
-  return launch_status(op);
+  const cudaStream_t stream = as_stream(args.stream);
+  if (out_rows == 0) return clear_amax(op, args.amax, stream);  // no rows and no groups
+  const RowCopyParams p =
+      row_copy_params(args.input, args.groups, args.alignment, args.out, out_rows, args.input.rows);
+  return launch_row_copy(
+      op, p, args.amax, args.input.dtype, args.input.cols, stream,
+      [](auto v, auto a) { return &pad_kernel<decltype(v), decltype(a)>; },
+      [&](auto kernel, const RangeGrid& g, const RowCopyParams& q, uint32_t* bits) {
+        kernel<<<g.ctas, kThreads, 0, stream>>>(q, args.padded_starts, args.padded_ends, bits);
+      });
 }
 
 Status unpad(const UnpadArgs& args) {
   const char* op = "unpad";
-  if (args.rows == 0) return {};
-  RowCopyParams p = row_copy_params(args.input, args.groups, args.alignment, args.out, args.rows, args.rows);
-  cudaError_t e = cudaSuccess;
-  dispatch_access(access_width(p), [&](auto v) {
-    using V = decltype(v);
-    RangeGrid g;
-    e = row_grid(&unpad_kernel<V>, p, &g);
-    if (e != cudaSuccess) return;
-    p.rows_per_cta = g.per_cta;
-    unpad_kernel<V><<<g.ctas, kThreads, 0, as_stream(args.stream)>>>(p);
-  });
-  if (e != cudaSuccess) return cuda_status(op, e);
-  return launch_status(op);
+  const cudaStream_t stream = as_stream(args.stream);
+  if (args.rows == 0) return clear_amax(op, args.amax, stream);
+  const RowCopyParams p = row_copy_params(args.input, args.groups, args.alignment, args.out, args.rows, args.rows);
+  return launch_row_copy(
+      op, p, args.amax, args.input.dtype, args.input.cols, stream,
+      [](auto v, auto a) { return &unpad_kernel<decltype(v), decltype(a)>; },
+      [&](auto kernel, const RangeGrid& g, const RowCopyParams& q, uint32_t* bits) {
+        kernel<<<g.ctas, kThreads, 0, stream>>>(q, bits);
+      });
 }
 
 }  // namespace mxq::cuda

@@ -13,13 +13,20 @@ namespace mxq::cuda {
 // 64 registers of 1024 resident threads).
 constexpr int kRowCopyUnroll = 4;
 
+// What a copy folds over the vectors it reads (`fold(v)` once per vector read): nothing here; the
+// pad / unpad amax folds their maximum (abs_max.cuh).
+struct NoFold {
+  template <class V>
+  __device__ __forceinline__ void operator()(const V&) const {}
+};
+
 // Copies n_rows rows of row_bytes (a multiple of sizeof(V)) from src (rows src_stride bytes apart)
 // to contiguous rows at dst, with all Threads threads of the CTA; a null src writes zeros. Rows
 // that are contiguous in both (the common case) are copied as one flat run of vectors. The loops
 // are not unrolled further: a second copy of the loads in flight would spill.
-template <int Threads, class V>
+template <int Threads, class V, class Fold = NoFold>
 __device__ __forceinline__ void cta_copy_rows(const uint8_t* src, int64_t src_stride, uint8_t* dst, int64_t row_bytes,
-                                              int64_t n_rows) {
+                                              int64_t n_rows, Fold&& fold = Fold{}) {
   constexpr int kU = kRowCopyUnroll;
   const int64_t per_row = row_bytes / int64_t(sizeof(V)), n = per_row * n_rows;
   V* out = reinterpret_cast<V*>(dst);
@@ -38,7 +45,10 @@ __device__ __forceinline__ void cta_copy_rows(const uint8_t* src, int64_t src_st
 #pragma unroll
       for (int u = 0; u < kU; ++u) v[u] = in[i + u * Threads];
 #pragma unroll
-      for (int u = 0; u < kU; ++u) out[i + u * Threads] = v[u];
+      for (int u = 0; u < kU; ++u) {
+        out[i + u * Threads] = v[u];
+        fold(v[u]);
+      }
     }
     V v[kU];  // the last, partial step
 #pragma unroll
@@ -46,7 +56,10 @@ __device__ __forceinline__ void cta_copy_rows(const uint8_t* src, int64_t src_st
       if (i + u * Threads < n) v[u] = in[i + u * Threads];
 #pragma unroll
     for (int u = 0; u < kU; ++u)
-      if (i + u * Threads < n) out[i + u * Threads] = v[u];
+      if (i + u * Threads < n) {
+        out[i + u * Threads] = v[u];
+        fold(v[u]);
+      }
     return;
   }
   // Strided rows: vector i is (row, col) of the source; stepping i by Threads steps them by a
@@ -71,7 +84,10 @@ __device__ __forceinline__ void cta_copy_rows(const uint8_t* src, int64_t src_st
     }
 #pragma unroll
     for (int u = 0; u < kU; ++u)
-      if (base + u * Threads < n) out[base + u * Threads] = v[u];
+      if (base + u * Threads < n) {
+        out[base + u * Threads] = v[u];
+        fold(v[u]);
+      }
   }
 }
 

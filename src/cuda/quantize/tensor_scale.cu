@@ -9,6 +9,7 @@
 #include <algorithm>
 
 #include "../../backend.hpp"
+#include "../abs_max.cuh"
 #include "../common.cuh"
 #include "tile_io.cuh"
 #include "tensor_scale.hpp"
@@ -26,31 +27,6 @@ struct AmaxProblem {
   bool elem_aligned = true;
   uint32_t* out = nullptr;  // [batch], cleared
 };
-
-template <class In>
-__device__ __forceinline__ uint32_t abs_max_bits(const uint4& v) {
-  using Raw = typename In::Raw;
-  constexpr int kVec = 16 / static_cast<int>(sizeof(Raw));
-  Raw r[kVec];
-  memcpy(r, &v, sizeof r);
-  uint32_t m = 0;
-#pragma unroll
-  for (int j = 0; j < kVec; ++j) m = max(m, num::abs_bits(In::to_float(r[j])));
-  return m;
-}
-
-// The CTA's maximum, then one atomicMax into the batch's slot.
-__device__ __forceinline__ void commit_max(uint32_t m, uint32_t* slot) {
-  __shared__ uint32_t warp_max[kThreads / 32];
-#pragma unroll
-  for (int off = 16; off > 0; off >>= 1) m = max(m, __shfl_xor_sync(0xFFFFFFFFu, m, off));
-  if (threadIdx.x % 32 == 0) warp_max[threadIdx.x / 32] = m;
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    for (int w = 1; w < kThreads / 32; ++w) m = max(m, warp_max[w]);
-    if (m != 0) atomicMax(slot, m);  // the slot starts at 0
-  }
-}
 
 // Contiguous batches starting 16-byte aligned: 16-byte loads over the batch as one run, from its
 // end to its start, so that the batch's first rows, which the tile kernel after it reads first,
@@ -78,7 +54,7 @@ __global__ void __launch_bounds__(kThreads) amax_contiguous_kernel(const AmaxPro
   for (int64_t j = nvec * kVec + int64_t{blockIdx.x} * kThreads + threadIdx.x; j < n; j += stride) {
     m = max(m, num::abs_bits(In::to_float(base[j])));
   }
-  commit_max(m, p.out + blockIdx.y);
+  cta_commit_max<kThreads>(m, p.out + blockIdx.y);
 }
 
 // Any strides and alignment: CTAs take rows, threads walk along them.
@@ -92,7 +68,7 @@ __global__ void __launch_bounds__(kThreads) amax_rows_kernel(const AmaxProblem p
       m = max(m, num::abs_bits(In::to_float(quant::load_element(base + r * p.row_stride + c, p.elem_aligned))));
     }
   }
-  commit_max(m, p.out + blockIdx.y);
+  cta_commit_max<kThreads>(m, p.out + blockIdx.y);
 }
 
 __global__ void tensor_scale_kernel(const float* amax, float* s_enc, float* s_dec, int64_t batch) {
