@@ -11,9 +11,10 @@ import sys
 
 def case_key(r):
     shape = r["shape"][1:] if r["shape"][0] == 1 else r["shape"]
-    kind = "fused" if r["pad_rowwise"] and r["direction"] == "rowwise" else r["direction"]
-    detail = r["detail"] + ("" if r["layout"] in ("blocked", "-") else " " + r["layout"])
-    return ("x".join(str(x) for x in shape), r["op"], r["format"], kind, r["groups"], detail)
+    direction = r.get("direction", "-")  # pad, unpad and amax rows have no format or direction
+    kind = "fused" if r["pad_rowwise"] and direction == "rowwise" else direction
+    detail = r["detail"] + ("" if r.get("layout", "-") in ("blocked", "-") else " " + r["layout"])
+    return ("x".join(str(x) for x in shape), r["op"], r.get("format", r["dtype"]), kind, r["groups"], detail)
 
 
 def main(args):
