@@ -100,6 +100,49 @@ __device__ int64_t block_exclusive_scan(int64_t v, Op op, GroupChunkStorage<Chun
   return op(before, lane ? excl_in_warp : 0);
 }
 
+// Up to this many groups one warp stages the whole chunk with shuffle scans: one barrier before
+// the body instead of the block scans' five, which every CTA pays before its first copy (H100,
+// pad / unpad at 16384 x 1536, G = 1-64: 0.89-0.91 -> 0.92-0.94 of the copy, same run).
+constexpr int kWarpChunkGroups = 64;
+
+// Stages groups [0, G), 1 <= G <= kWarpChunkGroups, by warp 0 (lane l: groups l and 32 + l).
+template <class PaddedSize, int Chunk>
+__device__ void stage_groups_by_warp(const int32_t* raw_ends, int64_t G, int64_t limit, PaddedSize padded_size,
+                                     GroupChunkStorage<Chunk>& s) {
+  static_assert(Chunk >= kWarpChunkGroups, "the chunk holds every group");
+  const int lane = threadIdx.x % 32;
+  int32_t raw[kWarpChunkGroups / 32];
+#pragma unroll
+  for (int k = 0; k < kWarpChunkGroups / 32; ++k) raw[k] = 32 * k + lane < G ? __ldg(raw_ends + 32 * k + lane) : 0;
+  int64_t carry_end = 0, carry_padded = 0;
+#pragma unroll
+  for (int k = 0; k < kWarpChunkGroups / 32; ++k) {
+    const int j = 32 * k + lane;
+    const bool real = j < G;
+    int64_t incl = real ? num::clamp_group_end(raw[k], 0, limit) : 0;  // the max-scan of group_scan's header
+    for (int d = 1; d < 32; d *= 2) {
+      const int64_t o = __shfl_up_sync(0xffffffffu, incl, d);
+      if (lane >= d) incl = MaxOp{}(incl, o);
+    }
+    const int64_t up = __shfl_up_sync(0xffffffffu, incl, 1);
+    const int64_t prev = MaxOp{}(carry_end, lane ? up : 0);
+    const int64_t end = real ? num::clamp_group_end(raw[k], prev, limit) : prev;
+    int64_t padded = real ? padded_size(end - prev) : 0;
+    for (int d = 1; d < 32; d *= 2) {
+      const int64_t o = __shfl_up_sync(0xffffffffu, padded, d);
+      if (lane >= d) padded += o;
+    }
+    padded += carry_padded;
+    if (real) {
+      s.end[j] = static_cast<int32_t>(end);
+      s.padded_end[j] = padded;
+    }
+    carry_end = __shfl_sync(0xffffffffu, end, 31);
+    carry_padded = __shfl_sync(0xffffffffu, padded, 31);
+  }
+  if (lane == 0) s.carry_end = s.carry_padded = 0;  // what comes before group 0
+}
+
 // Walks all G groups in chunks of Threads * Items. For each chunk, body(chunk) runs on every
 // thread after the chunk is staged; it returns false when the CTA needs no later chunk (the same
 // value on every thread). Returns, through *end and *padded_end, the clamped and padded ends after
@@ -109,6 +152,15 @@ __device__ void for_each_group_chunk(const int32_t* raw_ends, int64_t G, int64_t
                                      GroupChunkStorage<Threads * Items>& s, Body&& body, int64_t* end_out,
                                      int64_t* padded_out) {
   constexpr int kChunk = Threads * Items;
+  if (G >= 1 && G <= kWarpChunkGroups) {  // one chunk, staged by warp 0
+    if (threadIdx.x < 32) stage_groups_by_warp(raw_ends, G, limit, padded_size, s);
+    __syncthreads();
+    body(GroupChunk<kChunk>{s, 0, static_cast<int>(G)});
+    *end_out = s.end[G - 1];
+    *padded_out = s.padded_end[G - 1];
+    __syncthreads();  // the storage may be walked again (grouped dequantize walks twice)
+    return;
+  }
   if (threadIdx.x == 0) s.carry_end = s.carry_padded = 0;
   for (int64_t first = 0; first < G; first += kChunk) {
     const int count = static_cast<int>(G - first < kChunk ? G - first : kChunk);
