@@ -3,6 +3,7 @@
 #include "launcher.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <limits>
 
 #include "../quantize/dispatch.cuh"
@@ -62,12 +63,35 @@ GroupedProblem make_problem(const QuantizeArgs& a, const QuantizeSizes& sizes) {
 // 16384 tokens, dims 1536-7168, G = 1-64, one-tile CTAs against two-tile strips: both 0.1-4.3 %
 // faster in 15 of 16 cases (G = 64: 0.818 -> 0.853 at dim 1536, 0.840 -> 0.867 at dim 2048), the
 // other one 0.9 % slower (dim 7168, G = 64: 20 rounds, past this limit). Colwise alone gained up to
-// 2 % for G <= 16 but lost 3.5 % at G = 64 (dims 5120, 7168) and keeps the strips.
+// 2 % for G <= 16 but lost 3.5 % at G = 64 (dims 5120, 7168) and keeps the strips. Only where HBM
+// feeds each SM at most kBothOneTileGbpsPerSm: on an H200 (36 GB/s per SM against the H100's 25)
+// the same comparison, same binary, favoured the strips (16384 tokens, dims 1536-7168, G = 8-64:
+// 0-6 % faster, e.g. 0.768 -> 0.807 at dim 1536, G = 8; G = 1: 1-1.5 % slower).
 constexpr int64_t kBothOneTileRounds = 16;
+constexpr int64_t kBothOneTileGbpsPerSm = 30;
 
-int choose_strip(bool both, int64_t tile_rows, int64_t tiles_k, int64_t slots) {
+// Peak HBM bandwidth per SM in GB/s: memory clock (kHz) x 2 transfers x bus width (bits) / 8.
+// Cached per device: the memory clock query took 0.4-0.6 ms per call on an H200, more than the
+// whole op at 16384 tokens.
+int64_t memory_gbps_per_sm(int device, int sms) {
+  static std::atomic<int64_t> cached[64];  // value + 1; 0: not queried yet
+  const bool cacheable = device >= 0 && device < 64;
+  if (cacheable && cached[device].load(std::memory_order_relaxed) > 0) return cached[device].load() - 1;
+  int khz = 0, bits = 0;
+  int64_t gbps = 0;  // unknown: as the H100
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess && sms > 0) {
+    gbps = int64_t{khz} * 2 * bits / 8 / 1000000 / sms;
+  } else {
+    cudaGetLastError();
+  }
+  if (cacheable) cached[device].store(gbps + 1);
+  return gbps;
+}
+
+int choose_strip(bool both, int64_t tile_rows, int64_t tiles_k, int64_t slots, int64_t gbps_per_sm) {
   const int64_t tiles = tile_rows * tiles_k;
-  if (both && tiles <= kBothOneTileRounds * slots) return 1;
+  if (both && tiles <= kBothOneTileRounds * slots && gbps_per_sm <= kBothOneTileGbpsPerSm) return 1;
   constexpr int64_t kRounds = 1;
   return static_cast<int>(std::clamp(tiles / (kRounds * slots), int64_t{1}, int64_t{qgroup::kMaxStrip}));
 }
@@ -118,7 +142,8 @@ Status launch(GroupedProblem p, cudaStream_t stream) {
       return launch_rows<In, Fmt, kRule>(p, input_row_tiles * p.tiles_k, stream);
     }
   }
-  p.strip_tiles = choose_strip(ROW && COL, p.tile_rows, p.tiles_k, slots);
+  const int64_t gbps_per_sm = ROW && COL ? memory_gbps_per_sm(device, sms) : 0;
+  p.strip_tiles = choose_strip(ROW && COL, p.tile_rows, p.tiles_k, slots, gbps_per_sm);
   p.strip_stride = num::ceil_div(p.tile_rows, int64_t{p.strip_tiles});
   p.order = quant::TileOrder(static_cast<uint32_t>(p.strip_stride), static_cast<uint32_t>(p.tiles_k),
                              quant::tile_order_band<T, ROW, COL>(p.tiles_k));
