@@ -75,6 +75,17 @@ struct SumOp {
   __device__ int64_t operator()(int64_t a, int64_t b) const { return a + b; }
 };
 
+// Inclusive scan of one value per lane over the whole warp.
+template <class Op>
+__device__ __forceinline__ int64_t warp_inclusive_scan(int64_t v, Op op) {
+  const int lane = threadIdx.x % 32;
+  for (int d = 1; d < 32; d *= 2) {
+    const int64_t o = __shfl_up_sync(0xffffffffu, v, d);
+    if (lane >= d) v = op(v, o);
+  }
+  return v;
+}
+
 // Block-wide exclusive scan of one value per thread (identity 0 for both ops: values are >= 0).
 // Returns the exclusive prefix; *total receives the reduction over the block.
 template <int Threads, class Op, int Chunk>
@@ -82,11 +93,7 @@ __device__ int64_t block_exclusive_scan(int64_t v, Op op, GroupChunkStorage<Chun
   static_assert(Threads % 32 == 0 && Threads <= 1024, "whole warps");
   constexpr int kWarps = Threads / 32;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
-  int64_t incl = v;
-  for (int d = 1; d < 32; d *= 2) {
-    const int64_t o = __shfl_up_sync(0xffffffffu, incl, d);
-    if (lane >= d) incl = op(incl, o);
-  }
+  const int64_t incl = warp_inclusive_scan(v, op);
   if (lane == 31) s.warp_totals[warp] = incl;
   __syncthreads();
   int64_t before = 0, all = 0;
@@ -120,20 +127,12 @@ __device__ void stage_groups_by_warp(const int32_t* raw_ends, int64_t G, int64_t
   for (int k = 0; k < kWarpChunkGroups / 32; ++k) {
     const int j = 32 * k + lane;
     const bool real = j < G;
-    int64_t incl = real ? num::clamp_group_end(raw[k], 0, limit) : 0;  // the max-scan of group_scan's header
-    for (int d = 1; d < 32; d *= 2) {
-      const int64_t o = __shfl_up_sync(0xffffffffu, incl, d);
-      if (lane >= d) incl = MaxOp{}(incl, o);
-    }
+    // The max-scan of this file's header.
+    const int64_t incl = warp_inclusive_scan(real ? num::clamp_group_end(raw[k], 0, limit) : 0, MaxOp{});
     const int64_t up = __shfl_up_sync(0xffffffffu, incl, 1);
     const int64_t prev = MaxOp{}(carry_end, lane ? up : 0);
     const int64_t end = real ? num::clamp_group_end(raw[k], prev, limit) : prev;
-    int64_t padded = real ? padded_size(end - prev) : 0;
-    for (int d = 1; d < 32; d *= 2) {
-      const int64_t o = __shfl_up_sync(0xffffffffu, padded, d);
-      if (lane >= d) padded += o;
-    }
-    padded += carry_padded;
+    const int64_t padded = carry_padded + warp_inclusive_scan(real ? padded_size(end - prev) : 0, SumOp{});
     if (real) {
       s.end[j] = static_cast<int32_t>(end);
       s.padded_end[j] = padded;

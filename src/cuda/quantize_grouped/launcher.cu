@@ -76,7 +76,10 @@ constexpr int64_t kBothOneTileGbpsPerSm = 30;
 int64_t memory_gbps_per_sm(int device, int sms) {
   static std::atomic<int64_t> cached[64];  // value + 1; 0: not queried yet
   const bool cacheable = device >= 0 && device < 64;
-  if (cacheable && cached[device].load(std::memory_order_relaxed) > 0) return cached[device].load() - 1;
+  if (cacheable) {
+    const int64_t known = cached[device].load(std::memory_order_relaxed);
+    if (known > 0) return known - 1;
+  }
   int khz = 0, bits = 0;
   int64_t gbps = 0;  // unknown: as the H100
   if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess &&
@@ -89,9 +92,10 @@ int64_t memory_gbps_per_sm(int device, int sms) {
   return gbps;
 }
 
-int choose_strip(bool both, int64_t tile_rows, int64_t tiles_k, int64_t slots, int64_t gbps_per_sm) {
+// both_one_tile: both directions on a device with at most kBothOneTileGbpsPerSm.
+int choose_strip(bool both_one_tile, int64_t tile_rows, int64_t tiles_k, int64_t slots) {
   const int64_t tiles = tile_rows * tiles_k;
-  if (both && tiles <= kBothOneTileRounds * slots && gbps_per_sm <= kBothOneTileGbpsPerSm) return 1;
+  if (both_one_tile && tiles <= kBothOneTileRounds * slots) return 1;
   constexpr int64_t kRounds = 1;
   return static_cast<int>(std::clamp(tiles / (kRounds * slots), int64_t{1}, int64_t{qgroup::kMaxStrip}));
 }
@@ -142,8 +146,8 @@ Status launch(GroupedProblem p, cudaStream_t stream) {
       return launch_rows<In, Fmt, kRule>(p, input_row_tiles * p.tiles_k, stream);
     }
   }
-  const int64_t gbps_per_sm = ROW && COL ? memory_gbps_per_sm(device, sms) : 0;
-  p.strip_tiles = choose_strip(ROW && COL, p.tile_rows, p.tiles_k, slots, gbps_per_sm);
+  const bool both_one_tile = ROW && COL && memory_gbps_per_sm(device, sms) <= kBothOneTileGbpsPerSm;
+  p.strip_tiles = choose_strip(both_one_tile, p.tile_rows, p.tiles_k, slots);
   p.strip_stride = num::ceil_div(p.tile_rows, int64_t{p.strip_tiles});
   p.order = quant::TileOrder(static_cast<uint32_t>(p.strip_stride), static_cast<uint32_t>(p.tiles_k),
                              quant::tile_order_band<T, ROW, COL>(p.tiles_k));
