@@ -64,6 +64,7 @@ struct BenchResult {
   double op_us = 0;             // median
   double op_min_us = 0;
   double copy_us = 0;           // median of the same-run copy of bytes_read + bytes_written
+  double host_us = 0;           // median wall time of the call on the host (cuda: it returns once queued)
   double op_gbps = 0;           // (bytes_read + bytes_written) / op_us
   double copy_gbps = 0;
   double ratio = 0;             // op_gbps / copy_gbps

@@ -3,6 +3,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <chrono>
 #include <stdexcept>
 #include <string>
 
@@ -159,7 +160,12 @@ class CudaDevice final : public BenchDevice {
     for (int i = 0; i < options.runs; ++i) {
       flush();
       check(cudaEventRecord(op_events.start(i), stream_), "cudaEventRecord");
+      // The host's cost of the call: checks, launch configuration and the launches themselves
+      // (the flush queued before it keeps the GPU busy, so the call does not wait for the queue).
+      const auto host_start = std::chrono::steady_clock::now();
       Status st = run_op();
+      timings->host_us.push_back(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host_start).count());
       check(cudaEventRecord(op_events.stop(i), stream_), "cudaEventRecord");
       if (!st.ok()) return st;
       flush();

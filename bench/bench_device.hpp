@@ -20,6 +20,7 @@ struct MeasureOptions {
 struct Timings {
   std::vector<double> op_us;    // one per timed run
   std::vector<double> copy_us;  // the same-run copy, interleaved with the op runs
+  std::vector<double> host_us;  // wall time of each timed op call on the host (cuda: until it returns, queued)
 };
 
 // Bytes each way of the reference copy for an op that moves traffic_bytes: half of them, rounded

@@ -11,7 +11,7 @@ namespace mxq::bench {
 namespace {
 
 // Column widths of the table; the header and every row use the same format.
-constexpr const char* kRowFormat = "%-10s %-14s %-10s %-7s %-7s %-24s %10s %8s %9s %6s";
+constexpr const char* kRowFormat = "%-10s %-14s %-10s %-7s %-7s %-24s %10s %8s %9s %6s %8s";
 
 std::string fixed(double v, int decimals) {
   char buf[32];
@@ -24,10 +24,11 @@ std::string bandwidth(double v) { return fixed(v, v >= 100 ? 0 : v >= 1 ? 1 : 3)
 
 std::string row_text(const char* op, const std::string& shape, const char* format, const char* dir,
                      const char* layout, const std::string& detail, const std::string& us,
-                     const std::string& gbps, const std::string& copy, const std::string& ratio) {
+                     const std::string& gbps, const std::string& copy, const std::string& ratio,
+                     const std::string& host) {
   char buf[256];
   std::snprintf(buf, sizeof buf, kRowFormat, op, shape.c_str(), format, dir, layout, detail.c_str(),
-                us.c_str(), gbps.c_str(), copy.c_str(), ratio.c_str());
+                us.c_str(), gbps.c_str(), copy.c_str(), ratio.c_str(), host.c_str());
   return buf;
 }
 
@@ -49,11 +50,12 @@ void print_header(std::ostream& os, const BenchEnvironment& env) {
      << " warm-up; cache " << (env.cache_bytes >> 10) << " KiB flushed by writing "
      << (env.flush_bytes >> 10) << " KiB before every timed run\n"
      << "GB/s = (input read + all outputs written) / median time; copy = same-run device copy of "
-        "the same bytes; ratio = GB/s / copy GB/s\n";
+        "the same bytes; ratio = GB/s / copy GB/s; host µs = median time of the call on the host "
+        "(queued, not waited for)\n";
   if (!env.note.empty()) os << "NOTE: " << env.note << "\n";
   // "µs" is three bytes but two columns: one leading space keeps the column aligned.
   os << row_text("op", "shape", "format", "dir", "layout", "detail", " µs", "GB/s", "copy GB/s",
-                 "ratio")
+                 "ratio", " host µs")
      << "\n";
 }
 
@@ -64,12 +66,13 @@ void print_row(std::ostream& os, const BenchResult& r) {
   const char* layout = op_has_format(c.op) ? to_string(c.layout) : "-";
   if (r.status != RowStatus::ok) {
     os << row_text(op_name(c.op), shape_string(c), format, dir, layout, detail_string(c),
-                   status_name(r.status), "", "", "")
+                   status_name(r.status), "", "", "", "")
        << "  " << r.message << "\n";
     return;
   }
   os << row_text(op_name(c.op), shape_string(c), format, dir, layout, detail_string(c),
-                 fixed(r.op_us, 1), bandwidth(r.op_gbps), bandwidth(r.copy_gbps), fixed(r.ratio, 3))
+                 fixed(r.op_us, 1), bandwidth(r.op_gbps), bandwidth(r.copy_gbps), fixed(r.ratio, 3),
+                 fixed(r.host_us, 1))
      << "\n";
 }
 
@@ -123,6 +126,7 @@ std::string to_json(const BenchEnvironment& env, const std::vector<BenchResult>&
       j["copy_median_us"] = r.copy_us;
       j["copy_gbps"] = r.copy_gbps;
       j["ratio"] = r.ratio;
+      j["host_median_us"] = r.host_us;
     }
     rows.push_back(std::move(j));
   }

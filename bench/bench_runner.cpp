@@ -82,6 +82,7 @@ BenchResult BenchRunner::run_case(const BenchCase& c) {
     r.op_us = median(t.op_us);
     r.op_min_us = *std::min_element(t.op_us.begin(), t.op_us.end());
     r.copy_us = median(t.copy_us);
+    r.host_us = t.host_us.empty() ? 0 : median(t.host_us);
     r.op_gbps = gbps(bytes, r.op_us);
     // The copy moved reference_copy_bytes(bytes) each way: the same traffic to within 64 KiB.
     r.copy_gbps = gbps(2 * reference_copy_bytes(bytes), r.copy_us);

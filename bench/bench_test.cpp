@@ -201,6 +201,7 @@ TEST(BenchRunner, TimesCpuCasesAndReportsUnsupportedRowsWithoutStopping) {
   EXPECT_GT(ok.copy_gbps, 0);
   EXPECT_NEAR(ok.ratio, ok.op_gbps / ok.copy_gbps, 1e-9);
   EXPECT_NEAR(ok.op_gbps, (ok.bytes_read + ok.bytes_written) / (ok.op_us * 1e3), 1e-6);
+  EXPECT_DOUBLE_EQ(ok.host_us, ok.op_us);  // the cpu backend's call is the op
 
   std::ostringstream table;
   print_table(table, runner.environment(), results);
@@ -214,6 +215,7 @@ TEST(BenchRunner, TimesCpuCasesAndReportsUnsupportedRowsWithoutStopping) {
   EXPECT_EQ(json["results"][2]["status"], "ok");
   EXPECT_EQ(json["results"][2]["bytes_read"], ok.bytes_read);
   EXPECT_DOUBLE_EQ(json["results"][2]["ratio"].get<double>(), ok.ratio);
+  EXPECT_DOUBLE_EQ(json["results"][2]["host_median_us"].get<double>(), ok.host_us);
 }
 
 }  // namespace

@@ -111,23 +111,30 @@ Status resolve_backend(const char* op, Backend requested, std::initializer_list<
                        Backend* resolved) {
   MXQ_TRY(check_backend(op, requested));
 #ifdef MXQ_WITH_CUDA
-  Backend b = requested;
-  if (b == Backend::auto_) {
-    b = Backend::cpu;
-    for (const NamedPointer& p : ptrs)
-      if (p.ptr != nullptr && cuda::is_device_pointer(p.ptr)) b = Backend::cuda;
+  // One query per pointer, shared by the choice and the checks (each is a driver call of
+  // 0.16-0.23 µs on the H100 machine's host; with auto the pointers were queried twice).
+  constexpr size_t kMaxPointers = 16;
+  if (ptrs.size() > kMaxPointers)
+    return fail(Code::unsupported, op, "internal: more pointers than resolve_backend holds");
+  const NamedPointer* ptr = ptrs.begin();
+  const size_t n = ptrs.size();
+  bool on_device[kMaxPointers] = {};
+  bool any_on_device = false;
+  for (size_t i = 0; i < n; ++i) {
+    on_device[i] = ptr[i].ptr != nullptr && cuda::is_device_pointer(ptr[i].ptr);
+    any_on_device = any_on_device || on_device[i];
   }
+  const Backend b = requested == Backend::auto_ ? (any_on_device ? Backend::cuda : Backend::cpu) : requested;
   if (b == Backend::cuda) {
     if (!cuda::device_present())
       return fail(Code::unsupported, op, "backend cuda requested but no CUDA device is present");
-    for (const NamedPointer& p : ptrs)
-      MXQ_REQUIRE(p.ptr == nullptr || cuda::is_device_pointer(p.ptr), p.name,
+    for (size_t i = 0; i < n; ++i)
+      MXQ_REQUIRE(ptr[i].ptr == nullptr || on_device[i], ptr[i].name,
                   " is host memory but the backend is cuda (pass device memory)");
   } else {
     // Managed memory also reports as device memory here: the cpu backend takes plain host memory.
-    for (const NamedPointer& p : ptrs)
-      MXQ_REQUIRE(p.ptr == nullptr || !cuda::is_device_pointer(p.ptr), p.name,
-                  " is device memory but the backend is cpu");
+    for (size_t i = 0; i < n; ++i)
+      MXQ_REQUIRE(!on_device[i], ptr[i].name, " is device memory but the backend is cpu");
   }
   *resolved = b;
 #else

@@ -6,8 +6,14 @@
 namespace mxq::cuda {
 
 bool device_present() {
-  int n = 0;
-  return cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+  // Devices do not come or go in a process (CUDA_VISIBLE_DEVICES is read once): ask once.
+  static const bool present = [] {
+    int n = 0;
+    const bool any = cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
+    cudaGetLastError();  // "no device" / "no driver" must not linger as the last error
+    return any;
+  }();
+  return present;
 }
 
 bool is_device_pointer(const void* p) {

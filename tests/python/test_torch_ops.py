@@ -141,6 +141,53 @@ def test_strided_tensors(device):
             assert_same_bytes(g, w)
 
 
+def _tensors(result):
+    return list(result) if isinstance(result, tuple) else [result]
+
+
+@pytest.mark.parametrize("device", DEVICES)
+def test_dispatch_mode_sees_the_ops_with_the_same_bytes(device):
+    """Eager calls on plain tensors run the ops without torch's dispatcher (python/README.md);
+    under a dispatch mode they go through torch.ops.mxq.*, which the mode sees, with the same
+    bytes."""
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Record(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.names = []
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            self.names.append(str(func))
+            return func(*args, **(kwargs or {}))
+
+    _, x = bf16_pair((200, 128), seed=10)
+    x = x.to(device)
+    ends = torch.tensor(ENDS, dtype=torch.int32, device=device)
+    q = mxq.quantize(x, scale_layout="linear")
+    padded = mxq.pad(x, ends, 32)[0]
+    calls = {
+        "quantize": lambda: mxq.quantize(x, format="nvfp4", direction="both", group_ends=ends,
+                                         pad_rowwise=32, pad_colwise=32),
+        "dequantize": lambda: mxq.dequantize(q.row_data, q.row_scales, x.shape,
+                                             scale_layout="linear"),
+        "tensor_amax": lambda: mxq.tensor_amax(x),
+        "pad": lambda: mxq.pad(x, ends, 32, with_amax=True),
+        "unpad": lambda: mxq.unpad(padded, ends, 200, with_amax=True),
+        "swizzle": lambda: mxq.swizzle(q.row_scales),
+        "unswizzle": lambda: mxq.unswizzle(mxq.swizzle(q.row_scales), q.row_scales.shape),
+    }
+    for name, call in calls.items():
+        with skip_unsupported():
+            direct = _tensors(call())
+        with Record() as mode:
+            via_op = _tensors(call())
+        assert f"mxq.{name}.default" in mode.names, (name, mode.names)
+        assert len(direct) == len(via_op), name
+        for d, v in zip(direct, via_op):
+            assert_same_bytes(d, v)
+
+
 @pytest.mark.parametrize("device", DEVICES)
 def test_errors_carry_the_library_message(device):
     x = torch.ones(64, 33, dtype=torch.bfloat16, device=device)
