@@ -276,11 +276,11 @@ def _(blocked, shape, group_ends, group_axis):
 # ---- the package's torch entry points (called by mxq.quantize & co. for torch tensors) ----------
 #
 # Eager calls on plain tensors run the op's implementation directly: through the custom op (its
-# dispatch, autograd wrapper and output aliasing checks) a quantize call took 69-73 µs on the
-# host against 27-30 µs directly (H100 machine, torch 2.11, mxq.overhead), more than the rowwise
-# kernel at 16384 x 2048 (41 µs), so the host would set the pace of an eager MoE step. Anything
-# torch must see (torch.compile tracing, fake, functional or other subclass tensors, an active
-# dispatch mode) goes through torch.ops.mxq.*; the bytes written are the same.
+# dispatch, autograd wrapper and output aliasing checks) a quantize call took 69-120 µs on the
+# host against 27-63 µs directly in the same process (H100 machine, torch 2.11, mxq.overhead),
+# more than the rowwise kernel at 16384 x 2048 (41 µs): the host would set the pace of an eager
+# MoE step. Anything torch must see (torch.compile tracing, fake, functional or other subclass
+# tensors, an active dispatch mode) goes through torch.ops.mxq.*; the bytes written are the same.
 
 _PLAIN_TENSORS = (Tensor, torch.nn.Parameter)
 _dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", None)
