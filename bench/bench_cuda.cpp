@@ -1,5 +1,6 @@
-// The cuda backend's device: device memory on one non-blocking stream, CUDA-event timing, an L2
-// flush (cudaMemsetAsync of twice the L2) before every timed op and copy, optional CUDA graphs.
+// The cuda backend's device: device memory on one non-blocking stream, CUDA-event timing of runs
+// queued whole behind a host gate (host_gate.hpp), an L2 flush (cudaMemsetAsync of twice the L2)
+// before every timed op and copy, optional CUDA graphs.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -9,6 +10,7 @@
 
 #include "bench_device.hpp"
 #include "device_fill.hpp"
+#include "host_gate.hpp"
 
 namespace mxq::bench {
 namespace {
@@ -156,12 +158,16 @@ class CudaDevice final : public BenchDevice {
       if (!st.ok()) return st;
     }
     synchronize();
+    const uint32_t timeouts_before = gate_.timeouts();
     EventPairs op_events(options.runs), copy_events(options.runs);
     for (int i = 0; i < options.runs; ++i) {
+      // The whole run is queued behind the closed gate, so host delays stay outside its events.
+      check(static_cast<cudaError_t>(gate_.close(stream_)), "host gate");
+      OpenOnExit open_gate(gate_);
       flush();
       check(cudaEventRecord(op_events.start(i), stream_), "cudaEventRecord");
       // The host's cost of the call: checks, launch configuration and the launches themselves
-      // (the flush queued before it keeps the GPU busy, so the call does not wait for the queue).
+      // (the closed gate holds the stream, so the call does not wait for the queue).
       const auto host_start = std::chrono::steady_clock::now();
       Status st = run_op();
       timings->host_us.push_back(
@@ -175,6 +181,11 @@ class CudaDevice final : public BenchDevice {
       if (!st.ok()) return st;
     }
     synchronize();
+    if (gate_.timeouts() != timeouts_before) {
+      return Status::error(Code::cuda_error,
+                           "the op waited for the GPU while the bench held the stream: an op must not "
+                           "synchronise the host");
+    }
     for (int i = 0; i < options.runs; ++i) {
       timings->op_us.push_back(op_events.elapsed_us(i));
       timings->copy_us.push_back(copy_events.elapsed_us(i));
@@ -189,6 +200,7 @@ class CudaDevice final : public BenchDevice {
 
   cudaDeviceProp props_{};
   cudaStream_t stream_ = nullptr;
+  HostGate gate_;
   int64_t flush_bytes_ = 0;
   void* flush_ = nullptr;
 };
