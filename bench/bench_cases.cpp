@@ -116,6 +116,16 @@ void add_groups(const CaseSizes& s, std::vector<BenchCase>& out) {
         for (const BenchCase& c : {rowwise, fused, colwise, both}) out.push_back(at(c, shape));
       }
     }
+  // Dequantize of the grouped layouts: per-group rowwise scales, colwise K-groups padded.
+  for (const BenchShape& shape : s.dequantize)
+    for (Format f : {Format::mxfp8, Format::mxfp4, Format::nvfp4})
+      for (Direction d : {Direction::rowwise, Direction::colwise}) {
+        BenchCase c = quantize_case(f, d);
+        c.op = Op::dequantize;
+        c.groups = 8;
+        if (d == Direction::colwise) c.pad_colwise = kGroupAlignment;
+        out.push_back(at(c, shape));
+      }
   // Graph replays of the grouped ops MoE layers capture (offsets stay on the device).
   if (!s.graph.empty() && !s.group_tokens.empty()) {
     BenchCase pad, fused, both;

@@ -1,8 +1,9 @@
 // Dequantize with token groups on the cuda backend equals the cpu backend byte for byte (NaN bits
 // included): data quantized on the cpu with jagged groups (sizes 0, 1, 31, 33, 129, ...), G up to
 // 64, padded and unpadded directions, linear and blocked scales, every format and output dtype,
-// rowwise and colwise; rows of no group are 0; bad offsets are clamped alike; a captured dequantize
-// replays with new offsets. Every output byte is written (two poisons).
+// rowwise and colwise, by the vector kernel (whole octets) and the per-element one; rows of no
+// group are 0; bad offsets are clamped alike; a captured dequantize replays with new offsets.
+// Every output byte is written (two poisons).
 #include <gtest/gtest.h>
 
 #include <iterator>
@@ -147,8 +148,25 @@ TEST(CudaGroupedDequantize, JaggedGroupsEveryFormatLayoutPaddingAndDtype) {
         for (int i = 0; i < (quick_mode() ? 2 : 4); ++i) {
           int64_t M = 0;
           const std::vector<int32_t> ends = jagged_ends(rng, G, f, &M);
-          const int64_t K = std::vector<int64_t>{40, 96, 160}[size_t(rng.uniform(0, 2))];
+          // 36: not whole octets (the per-element kernel); the others the vector kernel.
+          const int64_t K = std::vector<int64_t>{40, 96, 160, 36}[size_t(rng.uniform(0, 3))];
           expect_grouped_dequantize_matches_cpu(input(rng, M, K), request(f, l, ends, pads[i], rng));
+        }
+      }
+    }
+  }
+}
+
+// Wide rows: each CTA of the vector kernel converts several tiles along K (the last one partial),
+// and the per-element kernel's CTAs as well.
+TEST(CudaGroupedDequantize, WideRowsSeveralTilesPerCta) {
+  MXQ_FRESH_RNG(rng);
+  for (Format f : kFormats) {
+    for (ScaleLayout l : {ScaleLayout::linear, ScaleLayout::blocked}) {
+      for (Padding pad : {Padding{0, 0}, Padding{32, 32}, Padding{16, 128}}) {
+        for (int64_t K : {1040, 1036}) {
+          const std::vector<int32_t> ends = random_group_ends(rng, 700, 8, 1, 3);
+          expect_grouped_dequantize_matches_cpu(input(rng, 700, K), request(f, l, ends, pad, rng));
         }
       }
     }

@@ -1,8 +1,15 @@
-// Dequantize with token groups (docs/layouts.md): each CTA owns a strip of 32 data rows and finds,
-// from the device-side ends (groups/group_scan.cuh: no host read, any G), the group of each of its
-// rows, the row inside the group and where the group's scales start. Then it converts the strip
-// 32 x 32 elements at a time like the ungrouped kernel (colwise through shared memory). Rows that
-// belong to no group (past the last end, or past the last padded end) come out as 0.
+// Dequantize with token groups (docs/layouts.md): each CTA owns a strip of positions along M (the
+// data rows rowwise, the code columns colwise) and finds, from the device-side ends
+// (groups/group_scan.cuh: no host read, any G), the group of each position, its place inside the
+// group and where the group's scales start. Positions that belong to no group (past the last end,
+// or past the last padded end) come out as 0.
+//
+// Two kernels convert the strip, several CTAs sharing it (column tiles dealt round robin):
+// - the vector kernel (kernel.cuh's octets, eight per thread, 16-byte stores): 64-row strips
+//   rowwise; 128-position strips colwise, where octets of eight positions must not straddle a
+//   group: the direction pads to a multiple of 8 (the launcher checks).
+// - the per-element kernel, 32 x 32 elements at a time (colwise through shared memory), for
+//   everything else (odd widths, unaligned pointers, unpadded groups along K).
 #pragma once
 #include <cstdint>
 
@@ -14,7 +21,8 @@
 namespace mxq::cuda::dequant {
 
 constexpr int kGroupedThreads = kTile * kRowsPerPass;
-constexpr int kGroupedColumnCtas = 8;  // CTAs that share one strip of rows, column tiles dealt round robin
+static_assert(kGroupedThreads == kVectorThreads, "both grouped kernels share the walk's storage");
+constexpr int kGroupedColumnCtas = 8;  // CTAs that share one strip, column tiles dealt round robin
 
 struct GroupedProblem {
   const uint8_t* data = nullptr;
@@ -48,26 +56,28 @@ struct GroupScaleUnits {
   }
 };
 
-// What the strip knows of each of its rows.
+// What the strip knows of each of its Strip positions along M.
+template <int Strip>
 struct StripRows {
-  int64_t group[kTile];        // -1: the row belongs to no group
-  int64_t local[kTile];        // row inside its group's data rows
-  int64_t scale_base[kTile];   // the group's first scale unit (GroupScaleUnits summed over earlier groups)
-  int64_t scale_units[kTile];  // the group's own scale units
+  int64_t group[Strip];        // -1: the position belongs to no group
+  int64_t local[Strip];        // position inside its group's data rows
+  int64_t scale_base[Strip];   // the group's first scale unit (GroupScaleUnits summed over earlier groups)
+  int64_t scale_units[Strip];  // the group's own scale units
 };
 
-// Fills rows for data rows [m0, m0 + kTile) by two walks over the groups: the data spans (padded
+// Fills rows for positions [m0, m0 + Strip) by two walks over the groups: the data spans (padded
 // or not), then the scale units of the groups found. Every thread must call it.
-template <class Fmt, bool COLWISE>
-__device__ void find_strip_groups(const GroupedProblem& p, int64_t m0, StripRows& rows,
+template <class Fmt, bool COLWISE, int Strip>
+__device__ void find_strip_groups(const GroupedProblem& p, int64_t m0, StripRows<Strip>& rows,
                                   GroupChunkStorage<kGroupedThreads>& s) {
+  static_assert(Strip <= kGroupedThreads, "a thread per position");
   const int t = threadIdx.x;
-  const int64_t m_last = min(m0 + kTile, p.R) - 1;
-  if (t < kTile) rows.group[t] = -1;
+  const int64_t m_last = min(m0 + Strip, p.R) - 1;
+  if (t < Strip) rows.group[t] = -1;
   int64_t end = 0, padded_end = 0;
   auto find_rows = [&](const GroupChunk<kGroupedThreads>& c) {
     const int64_t m = m0 + t;
-    if (t < kTile && m <= m_last && m >= c.chunk_padded_begin() && m < c.chunk_padded_end()) {
+    if (t < Strip && m <= m_last && m >= c.chunk_padded_begin() && m < c.chunk_padded_end()) {
       const int j = c.find_by_padded_end(m);
       rows.group[t] = c.first + j;
       rows.local[t] = m - c.padded_begin_of(j);
@@ -78,11 +88,11 @@ __device__ void find_strip_groups(const GroupedProblem& p, int64_t m0, StripRows
   for_each_group_chunk<kGroupedThreads, 1>(p.ends, p.G, p.M, PadToMultiple{p.pad > 0 ? p.pad : 1}, s, find_rows,
                                            &end, &padded_end);
   int64_t last_group = -1;  // the same on every thread
-  for (int i = 0; i < kTile; ++i) last_group = max(last_group, rows.group[i]);
+  for (int i = 0; i < Strip; ++i) last_group = max(last_group, rows.group[i]);
   __syncthreads();  // the first walk's last reads of s are done before the second walk resets it
   if (last_group < 0 || (!COLWISE && !p.blocked)) return;
   auto find_scales = [&](const GroupChunk<kGroupedThreads>& c) {
-    if (t < kTile) {
+    if (t < Strip) {
       const int64_t j = rows.group[t] - c.first;
       if (j >= 0 && j < c.count) {
         rows.scale_base[t] = c.padded_begin_of(static_cast<int>(j));
@@ -97,7 +107,7 @@ __device__ void find_strip_groups(const GroupedProblem& p, int64_t m0, StripRows
 
 // Element (m, k) of the output, m a row of the strip (i = m - m0) that belongs to a group.
 template <class Fmt, bool COLWISE>
-__device__ __forceinline__ float grouped_element(const GroupedProblem& p, const StripRows& rows, int i, int64_t m,
+__device__ __forceinline__ float grouped_element(const GroupedProblem& p, const StripRows<kTile>& rows, int i, int64_t m,
                                                  int64_t k, float s_dec) {
   int64_t code_index, scale;
   if constexpr (!COLWISE) {
@@ -116,10 +126,10 @@ __device__ __forceinline__ float grouped_element(const GroupedProblem& p, const 
 template <class Fmt, class Out, bool COLWISE>
 __global__ void __launch_bounds__(kGroupedThreads) dequantize_grouped_kernel(const GroupedProblem p) {
   __shared__ GroupChunkStorage<kGroupedThreads> s;
-  __shared__ StripRows rows;
+  __shared__ StripRows<kTile> rows;
   __shared__ float tile[kTile][kTile + 1];
   const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kTile;
-  find_strip_groups<Fmt, COLWISE>(p, m0, rows, s);
+  find_strip_groups<Fmt, COLWISE, kTile>(p, m0, rows, s);
   __syncthreads();
   const float s_dec = Fmt::nv ? p.s_dec[0] : 1.0f;
   const int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
@@ -145,6 +155,145 @@ __global__ void __launch_bounds__(kGroupedThreads) dequantize_grouped_kernel(con
         if (m < p.R && k < p.K) Out::store(p.out, m * p.K + k, tile[tx][i]);
       }
       __syncthreads();  // the next column tile overwrites tile
+    }
+  }
+}
+
+// ---- vector kernel --------------------------------------------------------------------------------
+
+// Where the scale bytes of a strip position's octets lie, as two parts that add up to the byte
+// offset (blocked_offset is a sum of a row part and a column part): `at` depends on the position
+// only (-1: no group), the rest on the code column (rowwise) or the code row (colwise).
+//   rowwise: at = the data row's part (scale row s = scale_base + local blocked, m linear);
+//            the thread adds its scale column's part.
+//   colwise: at = the group's matrix plus the position's scale column; the thread adds the part of
+//            its code row k, which needs the group's 4-column groups: `k_step` bytes per 128 k rows
+//            (blocked) or the linear pitch.
+struct ScalePlace {
+  int64_t at;
+  int64_t k_step;
+};
+
+template <class Fmt, bool COLWISE, int Strip>
+__device__ __forceinline__ ScalePlace scale_place(const GroupedProblem& p, const StripRows<Strip>& rows, int i,
+                                                  int64_t m) {
+  if (rows.group[i] < 0) return {-1, 0};
+  if constexpr (!COLWISE) {
+    const int64_t nc = num::blocked_cols(p.k_blocks) / 4;
+    return {p.blocked ? num::blocked_offset(rows.scale_base[i] + rows.local[i], 0, nc) : m * p.k_blocks, 0};
+  } else {
+    const int64_t c = rows.local[i] / Fmt::block;
+    if (!p.blocked) return {rows.scale_base[i] + c, p.pitch};
+    const int64_t nc = rows.scale_units[i] / 4;
+    return {rows.scale_base[i] * num::blocked_rows(p.K) + num::blocked_offset(0, c, nc), nc * 512};
+  }
+}
+
+// The code-row part of a colwise scale offset (k: the first of eight rows inside one 32-row group,
+// whose bytes then follow 16 apart blocked, `pitch` apart linear).
+__device__ __forceinline__ int64_t colwise_row_part(bool blocked, int64_t k, int64_t k_step) {
+  return blocked ? (k / 128) * k_step + (k % 32) * 16 + ((k % 128) / 32) * 4 : k * k_step;
+}
+
+// A scale byte that takes the fast path in every format, for octets of no group (zero codes,
+// whose values are then replaced by 0 whatever s_dec is).
+constexpr uint32_t kNeutralScale = 0x38;  // E8M0 2^-71, UE4M3 1.0
+
+// The vector kernel's tile (VectorTile) over the strip: rowwise T::rows data rows by T::cols code
+// columns per column tile, colwise T::cols positions (code columns) by T::rows code rows per tile.
+// grid.x: strips, grid.y: CTAs per strip, each taking every gridDim.y-th tile along K. Needs K a
+// multiple of 8, aligned octets and outputs, and colwise positions in octets of one group.
+// Colwise is held to three CTAs per SM (80 registers, at most 8 bytes of spills): with the early
+// octets and two CTAs per SM (99-106 registers) it ran 0.69 instead of 0.80 of the copy at 32768 x
+// 7168 (H100, mxfp8, same 8 CTAs per strip).
+template <class Fmt, class Out, bool COLWISE>
+__global__ void __launch_bounds__(kVectorThreads, COLWISE ? 3 : 1) dequantize_grouped_vector_kernel(const GroupedProblem p) {
+  using T = VectorTile<Fmt, COLWISE>;
+  constexpr int kStrip = COLWISE ? T::cols : T::rows;
+  __shared__ GroupChunkStorage<kGroupedThreads> s;
+  __shared__ StripRows<kStrip> rows;
+  __shared__ ScalePlace place[kStrip];
+  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kStrip;
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  const int r_in_tile = ((warp / T::warps_c) * T::lanes_r + lane / T::lanes_c) * 8;
+  const int c_in_tile = ((warp % T::warps_c) * T::lanes_c + lane % T::lanes_c) * 8;
+  // The thread's positions along M: rows m0 + r_in_tile + j rowwise, m0 + c_in_tile + (0..7) colwise.
+  const int i0 = COLWISE ? c_in_tile : r_in_tile;
+  const int64_t m_first = m0 + i0;
+  const int rows_here = COLWISE ? 8 : static_cast<int>(max(int64_t{0}, min(int64_t{8}, p.R - m_first)));
+  // Code rows: data rows m rowwise, k colwise; codes per row: K rowwise, R colwise.
+  const int64_t row_bytes = (COLWISE ? p.R : p.K) * Fmt::elem_bits / 8;
+  // The first code row and column of the thread's octets in tile kt along K (rowwise: rows
+  // m_first + j at code column k0; colwise: code rows k0 + j at code column m_first).
+  const auto first_k = [&](int64_t kt) { return kt * (COLWISE ? T::rows : T::cols) + (COLWISE ? r_in_tile : c_in_tile); };
+  const auto load_octets = [&](int64_t k0, Octet<Fmt> (&o)[8]) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const int64_t code_row = COLWISE ? k0 + j : m_first + j, code_col = COLWISE ? m_first : k0;
+      o[j] = j < rows_here ? load_octet<Fmt>(p.data + code_row * row_bytes + code_col * Fmt::elem_bits / 8)
+                           : Octet<Fmt>{};
+    }
+  };
+  // Rowwise, the first tile's codes are on their way while the CTA walks the groups (rows of no
+  // group are still inside the data: their codes are loaded and dropped). Colwise, the octets
+  // held across the walk cost the third CTA per SM.
+  constexpr bool kEarly = !COLWISE;
+  const bool here = m_first < p.R;
+  Octet<Fmt> o[8];
+  if (kEarly && here && first_k(blockIdx.y) < p.K) load_octets(first_k(blockIdx.y), o);
+  find_strip_groups<Fmt, COLWISE, kStrip>(p, m0, rows, s);
+  __syncthreads();
+  if (threadIdx.x < kStrip) place[threadIdx.x] = scale_place<Fmt, COLWISE>(p, rows, threadIdx.x, m0 + threadIdx.x);
+  __syncthreads();
+  if (!here) return;
+  const float s_dec = Fmt::nv ? p.s_dec[0] : 1.0f;
+  for (int64_t kt = blockIdx.y; kt < p.tiles_k; kt += gridDim.y) {
+    const int64_t k0 = first_k(kt);
+    if (k0 >= p.K) continue;
+    if (!kEarly || kt != blockIdx.y) load_octets(k0, o);
+    uint32_t sb[8];
+    bool none[8];  // the octet belongs to no group: zeros
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      const ScalePlace& at = place[COLWISE ? i0 : i0 + j];
+      none[j] = j >= rows_here || at.at < 0;
+      if (none[j]) {
+        o[j] = Octet<Fmt>{};
+        sb[j] = kNeutralScale;
+        continue;
+      }
+      const int64_t offset = COLWISE ? at.at + colwise_row_part(p.blocked, k0, at.k_step) + j * (p.blocked ? 16 : at.k_step)
+                                     : at.at + (p.blocked ? num::blocked_offset(0, k0 / Fmt::block, 0) : k0 / Fmt::block);
+      sb[j] = __ldg(p.scales + offset);
+    }
+    float v[8][8];
+    const bool fast = all_fast(o, sb, s_dec);
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      if (fast) {
+        fast_values(o[j], fast_factor<Fmt>(sb[j]), s_dec, v[j]);
+      } else {
+        reference_values(o[j], sb[j], s_dec, v[j]);
+      }
+      if (none[j]) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[j][e] = 0.0f;
+      }
+    }
+    // Rowwise: output rows m_first + j at columns k0; colwise: output rows m_first + e at columns k0.
+    const int64_t first = m_first * p.K + k0;
+    if constexpr (COLWISE) {
+      if (fast) {
+        store_transposed<Out, kFastKnown<Fmt>>(p.out, first, p.K, v);
+      } else {
+        store_transposed<Out, Known::any>(p.out, first, p.K, v);
+      }
+    } else {
+      if (fast) {
+        store_rows<Out, kFastKnown<Fmt>>(p.out, first, p.K, rows_here, v);
+      } else {
+        store_rows<Out, Known::any>(p.out, first, p.K, rows_here, v);
+      }
     }
   }
 }
