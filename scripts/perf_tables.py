@@ -123,11 +123,13 @@ def amax_from_pad(rows):
 
 
 def dequant(rows):
-    print("| shape | format | dir | out | µs | ratio |")
-    print("|---|---|---|---|---|---|")
+    print("| shape | format | dir | out | G | µs | ratio |")
+    print("|---|---|---|---|---|---|---|")
     for r in rows:
         if r["op"] == "dequantize" and not r["graph"] and r["status"] == "ok":
-            print(f"| {shape_name(r['shape'])} | {r['format']} | {r['direction']} | {r['dtype']} | "
+            pad = r["pad_colwise"] if r["direction"] == "colwise" else r["pad_rowwise"]
+            groups = f"{r['groups']}" + (f", A = {pad}" if pad else "") if r["groups"] else "—"
+            print(f"| {shape_name(r['shape'])} | {r['format']} | {r['direction']} | {r['dtype']} | {groups} | "
                   f"{r['median_us']:.1f} | {r['ratio']:.3f} |")
 
 

@@ -163,7 +163,7 @@ TEST(CudaGroupedDequantize, WideRowsSeveralTilesPerCta) {
   MXQ_FRESH_RNG(rng);
   for (Format f : kFormats) {
     for (ScaleLayout l : {ScaleLayout::linear, ScaleLayout::blocked}) {
-      for (Padding pad : {Padding{0, 0}, Padding{32, 32}, Padding{16, 128}}) {
+      for (Padding pad : {Padding{0, 0}, Padding{32, 32}, Padding{0, 128}}) {
         for (int64_t K : {1040, 1036}) {
           const std::vector<int32_t> ends = random_group_ends(rng, 700, 8, 1, 3);
           expect_grouped_dequantize_matches_cpu(input(rng, 700, K), request(f, l, ends, pad, rng));
