@@ -107,8 +107,8 @@ __device__ void find_strip_groups(const GroupedProblem& p, int64_t m0, StripRows
 
 // Element (m, k) of the output, m a row of the strip (i = m - m0) that belongs to a group.
 template <class Fmt, bool COLWISE>
-__device__ __forceinline__ float grouped_element(const GroupedProblem& p, const StripRows<kTile>& rows, int i, int64_t m,
-                                                 int64_t k, float s_dec) {
+__device__ __forceinline__ float grouped_element(const GroupedProblem& p, const StripRows<kTile>& rows, int i,
+                                                 int64_t m, int64_t k, float s_dec) {
   int64_t code_index, scale;
   if constexpr (!COLWISE) {
     const int64_t c = k / Fmt::block, cp = num::blocked_cols(p.k_blocks);
@@ -207,7 +207,8 @@ constexpr uint32_t kNeutralScale = 0x38;  // E8M0 2^-71, UE4M3 1.0
 // octets and two CTAs per SM (99-106 registers) it ran 0.69 instead of 0.80 of the copy at 32768 x
 // 7168 (H100, mxfp8, same 8 CTAs per strip).
 template <class Fmt, class Out, bool COLWISE>
-__global__ void __launch_bounds__(kVectorThreads, COLWISE ? 3 : 1) dequantize_grouped_vector_kernel(const GroupedProblem p) {
+__global__ void __launch_bounds__(kVectorThreads, COLWISE ? 3 : 1)
+    dequantize_grouped_vector_kernel(const GroupedProblem p) {
   using T = VectorTile<Fmt, COLWISE>;
   constexpr int kStrip = COLWISE ? T::cols : T::rows;
   __shared__ GroupChunkStorage<kGroupedThreads> s;
@@ -225,7 +226,9 @@ __global__ void __launch_bounds__(kVectorThreads, COLWISE ? 3 : 1) dequantize_gr
   const int64_t row_bytes = (COLWISE ? p.R : p.K) * Fmt::elem_bits / 8;
   // The first code row and column of the thread's octets in tile kt along K (rowwise: rows
   // m_first + j at code column k0; colwise: code rows k0 + j at code column m_first).
-  const auto first_k = [&](int64_t kt) { return kt * (COLWISE ? T::rows : T::cols) + (COLWISE ? r_in_tile : c_in_tile); };
+  const auto first_k = [&](int64_t kt) {
+    return kt * (COLWISE ? T::rows : T::cols) + (COLWISE ? r_in_tile : c_in_tile);
+  };
   const auto load_octets = [&](int64_t k0, Octet<Fmt> (&o)[8]) {
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
@@ -262,8 +265,10 @@ __global__ void __launch_bounds__(kVectorThreads, COLWISE ? 3 : 1) dequantize_gr
         sb[j] = kNeutralScale;
         continue;
       }
-      const int64_t offset = COLWISE ? at.at + colwise_row_part(p.blocked, k0, at.k_step) + j * (p.blocked ? 16 : at.k_step)
-                                     : at.at + (p.blocked ? num::blocked_offset(0, k0 / Fmt::block, 0) : k0 / Fmt::block);
+      const int64_t c = k0 / Fmt::block;  // rowwise: the octet's scale column
+      const int64_t offset =
+          COLWISE ? at.at + colwise_row_part(p.blocked, k0, at.k_step) + j * (p.blocked ? 16 : at.k_step)
+                  : at.at + (p.blocked ? num::blocked_offset(0, c, 0) : c);
       sb[j] = __ldg(p.scales + offset);
     }
     float v[8][8];
