@@ -9,16 +9,12 @@
 #include <string>
 
 #include "bench_device.hpp"
+#include "cuda_check.hpp"
 #include "device_fill.hpp"
 #include "host_gate.hpp"
 
 namespace mxq::bench {
 namespace {
-
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess)
-    throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
 
 // Events are created per measurement and destroyed with it.
 class EventPairs {

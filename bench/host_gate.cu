@@ -1,9 +1,8 @@
 #include <cuda_runtime.h>
 
 #include <atomic>
-#include <stdexcept>
-#include <string>
 
+#include "cuda_check.hpp"
 #include "host_gate.hpp"
 
 namespace mxq::bench {
@@ -28,10 +27,6 @@ __global__ void wait_for_host(const volatile uint32_t* released, uint32_t ticket
   }
 }
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
 }  // namespace
 
 HostGate::HostGate(uint64_t timeout_ns) : timeout_ns_(timeout_ns) {
@@ -41,16 +36,16 @@ HostGate::HostGate(uint64_t timeout_ns) : timeout_ns_(timeout_ns) {
   expired_ = released_ + 1;
   released_[0] = 0;
   expired_[0] = 0;
+  void* device_flags = nullptr;
+  check(cudaHostGetDevicePointer(&device_flags, p, 0), "cudaHostGetDevicePointer (host gate)");
+  device_flags_ = static_cast<volatile uint32_t*>(device_flags);
 }
 
 HostGate::~HostGate() { cudaFreeHost(const_cast<uint32_t*>(released_)); }
 
 int HostGate::close(void* stream) {
-  void* device_flags = nullptr;
-  cudaError_t e = cudaHostGetDevicePointer(&device_flags, const_cast<uint32_t*>(released_), 0);
-  if (e != cudaSuccess) return static_cast<int>(e);
-  auto* flags = static_cast<volatile uint32_t*>(device_flags);
-  wait_for_host<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(flags, ++ticket_, flags + 1, timeout_ns_);
+  wait_for_host<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(device_flags_, ++ticket_, device_flags_ + 1,
+                                                                 timeout_ns_);
   return static_cast<int>(cudaGetLastError());
 }
 

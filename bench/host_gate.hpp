@@ -33,6 +33,7 @@ class HostGate {
   uint32_t ticket_ = 0;                  // of the last close()
   volatile uint32_t* released_ = nullptr;  // mapped host memory: the last ticket opened
   volatile uint32_t* expired_ = nullptr;   // mapped host memory: waits that timed out
+  volatile uint32_t* device_flags_ = nullptr;  // the device's address of {released, expired}
 };
 
 // Opens the gate when it goes out of scope (an early return must not leave the stream waiting).

@@ -87,9 +87,11 @@ __device__ void find_strip_groups(const GroupedProblem& p, int64_t m0, StripRows
   // Alignment 1 leaves the sizes as they are: the "padded" ends are then the clamped ends.
   for_each_group_chunk<kGroupedThreads, 1>(p.ends, p.G, p.M, PadToMultiple{p.pad > 0 ? p.pad : 1}, s, find_rows,
                                            &end, &padded_end);
-  int64_t last_group = -1;  // the same on every thread
-  for (int i = 0; i < Strip; ++i) last_group = max(last_group, rows.group[i]);
-  __syncthreads();  // the first walk's last reads of s are done before the second walk resets it
+  // The groups' spans are contiguous from 0, so the positions with a group are a prefix of the
+  // strip and the last of them has the strip's last group. The barrier also orders the first
+  // walk's last reads of s before the second walk resets it.
+  const int found = __syncthreads_count(t < Strip && rows.group[t] >= 0);
+  const int64_t last_group = found > 0 ? rows.group[found - 1] : -1;
   if (last_group < 0 || (!COLWISE && !p.blocked)) return;
   auto find_scales = [&](const GroupChunk<kGroupedThreads>& c) {
     if (t < Strip) {
@@ -105,72 +107,16 @@ __device__ void find_strip_groups(const GroupedProblem& p, int64_t m0, StripRows
                                            find_scales, &end, &padded_end);
 }
 
-// Element (m, k) of the output, m a row of the strip (i = m - m0) that belongs to a group.
-template <class Fmt, bool COLWISE>
-__device__ __forceinline__ float grouped_element(const GroupedProblem& p, const StripRows<kTile>& rows, int i,
-                                                 int64_t m, int64_t k, float s_dec) {
-  int64_t code_index, scale;
-  if constexpr (!COLWISE) {
-    const int64_t c = k / Fmt::block, cp = num::blocked_cols(p.k_blocks);
-    code_index = m * p.K + k;
-    scale = p.blocked ? rows.scale_base[i] * cp + num::blocked_offset(rows.local[i], c, cp / 4) : m * p.k_blocks + c;
-  } else {
-    const int64_t c = rows.local[i] / Fmt::block;
-    code_index = k * p.R + m;
-    scale = p.blocked ? rows.scale_base[i] * num::blocked_rows(p.K) + num::blocked_offset(k, c, rows.scale_units[i] / 4)
-                      : rows.scale_base[i] + k * p.pitch + c;
-  }
-  return num::dequantize_element<Fmt>(code_at<Fmt>(p.data, code_index), p.scales[scale], s_dec);
-}
-
-template <class Fmt, class Out, bool COLWISE>
-__global__ void __launch_bounds__(kGroupedThreads) dequantize_grouped_kernel(const GroupedProblem p) {
-  __shared__ GroupChunkStorage<kGroupedThreads> s;
-  __shared__ StripRows<kTile> rows;
-  __shared__ float tile[kTile][kTile + 1];
-  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kTile;
-  find_strip_groups<Fmt, COLWISE, kTile>(p, m0, rows, s);
-  __syncthreads();
-  const float s_dec = Fmt::nv ? p.s_dec[0] : 1.0f;
-  const int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
-  for (int64_t kt = blockIdx.y; kt < p.tiles_k; kt += gridDim.y) {
-    const int64_t k0 = kt * kTile;
-    if constexpr (!COLWISE) {
-      for (int i = ty; i < kTile; i += kRowsPerPass) {
-        const int64_t m = m0 + i, k = k0 + tx;
-        if (m < p.R && k < p.K) {
-          Out::store(p.out, m * p.K + k, rows.group[i] >= 0 ? grouped_element<Fmt, false>(p, rows, i, m, k, s_dec) : 0.0f);
-        }
-      }
-    } else {
-      for (int i = ty; i < kTile; i += kRowsPerPass) {  // read along m (contiguous in the codes)
-        const int64_t k = k0 + i, m = m0 + tx;
-        if (m < p.R && k < p.K) {
-          tile[i][tx] = rows.group[tx] >= 0 ? grouped_element<Fmt, true>(p, rows, tx, m, k, s_dec) : 0.0f;
-        }
-      }
-      __syncthreads();
-      for (int i = ty; i < kTile; i += kRowsPerPass) {  // write along k (contiguous in the output)
-        const int64_t m = m0 + i, k = k0 + tx;
-        if (m < p.R && k < p.K) Out::store(p.out, m * p.K + k, tile[tx][i]);
-      }
-      __syncthreads();  // the next column tile overwrites tile
-    }
-  }
-}
-
-// ---- vector kernel --------------------------------------------------------------------------------
-
-// Where the scale bytes of a strip position's octets lie, as two parts that add up to the byte
-// offset (blocked_offset is a sum of a row part and a column part): `at` depends on the position
-// only (-1: no group), the rest on the code column (rowwise) or the code row (colwise).
-//   rowwise: at = the data row's part (scale row s = scale_base + local blocked, m linear);
-//            the thread adds its scale column's part.
-//   colwise: at = the group's matrix plus the position's scale column; the thread adds the part of
-//            its code row k, which needs the group's 4-column groups: `k_step` bytes per 128 k rows
-//            (blocked) or the linear pitch.
+// Where the scale bytes of a strip position lie, as two parts that add up to the byte offset
+// (blocked_offset is a sum of a row part and a column part): `base` depends on the position only
+// (-1: no group), the rest on the code column (rowwise) or the code row (colwise).
+//   rowwise: base = the data row's part (scale row scale_base + local blocked, m linear); add
+//            scale_column_part of the element's scale column.
+//   colwise: base = the group's matrix plus the position's scale column; add colwise_row_part of
+//            the code row k, which needs the group's 4-column groups: `k_step` bytes per 128 k
+//            rows (blocked) or the linear pitch.
 struct ScalePlace {
-  int64_t at;
+  int64_t base;
   int64_t k_step;
 };
 
@@ -189,11 +135,75 @@ __device__ __forceinline__ ScalePlace scale_place(const GroupedProblem& p, const
   }
 }
 
-// The code-row part of a colwise scale offset (k: the first of eight rows inside one 32-row group,
-// whose bytes then follow 16 apart blocked, `pitch` apart linear).
+__device__ __forceinline__ int64_t scale_column_part(bool blocked, int64_t c) {
+  return blocked ? num::blocked_offset(0, c, 0) : c;
+}
 __device__ __forceinline__ int64_t colwise_row_part(bool blocked, int64_t k, int64_t k_step) {
   return blocked ? (k / 128) * k_step + (k % 32) * 16 + ((k % 128) / 32) * 4 : k * k_step;
 }
+
+// place[i] for the positions m0 + i of the strip (find_strip_groups, then scale_place). Every
+// thread must call it; place is complete on return.
+template <class Fmt, bool COLWISE, int Strip>
+__device__ void find_strip_places(const GroupedProblem& p, int64_t m0, StripRows<Strip>& rows,
+                                  ScalePlace (&place)[Strip], GroupChunkStorage<kGroupedThreads>& s) {
+  find_strip_groups<Fmt, COLWISE, Strip>(p, m0, rows, s);
+  __syncthreads();
+  if (threadIdx.x < Strip) place[threadIdx.x] = scale_place<Fmt, COLWISE>(p, rows, threadIdx.x, m0 + threadIdx.x);
+  __syncthreads();
+}
+
+// ---- per-element kernel ---------------------------------------------------------------------------
+
+// Element (m, k) of the output, m = m0 + i a position of the strip that has a group.
+template <class Fmt, bool COLWISE>
+__device__ __forceinline__ float grouped_element(const GroupedProblem& p, const ScalePlace& place, int64_t m,
+                                                 int64_t k, float s_dec) {
+  const int64_t code_index = COLWISE ? k * p.R + m : m * p.K + k;
+  const int64_t scale = place.base + (COLWISE ? colwise_row_part(p.blocked, k, place.k_step)
+                                              : scale_column_part(p.blocked, k / Fmt::block));
+  return num::dequantize_element<Fmt>(code_at<Fmt>(p.data, code_index), p.scales[scale], s_dec);
+}
+
+template <class Fmt, class Out, bool COLWISE>
+__global__ void __launch_bounds__(kGroupedThreads) dequantize_grouped_kernel(const GroupedProblem p) {
+  __shared__ GroupChunkStorage<kGroupedThreads> s;
+  __shared__ StripRows<kTile> rows;
+  __shared__ ScalePlace place[kTile];
+  __shared__ float tile[kTile][kTile + 1];
+  const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  find_strip_places<Fmt, COLWISE, kTile>(p, m0, rows, place, s);
+  const float s_dec = Fmt::nv ? p.s_dec[0] : 1.0f;
+  const int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
+  for (int64_t kt = blockIdx.y; kt < p.tiles_k; kt += gridDim.y) {
+    const int64_t k0 = kt * kTile;
+    if constexpr (!COLWISE) {
+      for (int i = ty; i < kTile; i += kRowsPerPass) {
+        const int64_t m = m0 + i, k = k0 + tx;
+        if (m < p.R && k < p.K) {
+          const ScalePlace& at = place[i];
+          Out::store(p.out, m * p.K + k, at.base >= 0 ? grouped_element<Fmt, false>(p, at, m, k, s_dec) : 0.0f);
+        }
+      }
+    } else {
+      for (int i = ty; i < kTile; i += kRowsPerPass) {  // read along m (contiguous in the codes)
+        const int64_t k = k0 + i, m = m0 + tx;
+        if (m < p.R && k < p.K) {
+          const ScalePlace& at = place[tx];
+          tile[i][tx] = at.base >= 0 ? grouped_element<Fmt, true>(p, at, m, k, s_dec) : 0.0f;
+        }
+      }
+      __syncthreads();
+      for (int i = ty; i < kTile; i += kRowsPerPass) {  // write along k (contiguous in the output)
+        const int64_t m = m0 + i, k = k0 + tx;
+        if (m < p.R && k < p.K) Out::store(p.out, m * p.K + k, tile[tx][i]);
+      }
+      __syncthreads();  // the next column tile overwrites tile
+    }
+  }
+}
+
+// ---- vector kernel --------------------------------------------------------------------------------
 
 // A scale byte that takes the fast path in every format, for octets of no group (zero codes,
 // whose values are then replaced by 0 whatever s_dec is).
@@ -244,10 +254,7 @@ __global__ void __launch_bounds__(kVectorThreads, COLWISE ? 3 : 1)
   const bool here = m_first < p.R;
   Octet<Fmt> o[8];
   if (kEarly && here && first_k(blockIdx.y) < p.K) load_octets(first_k(blockIdx.y), o);
-  find_strip_groups<Fmt, COLWISE, kStrip>(p, m0, rows, s);
-  __syncthreads();
-  if (threadIdx.x < kStrip) place[threadIdx.x] = scale_place<Fmt, COLWISE>(p, rows, threadIdx.x, m0 + threadIdx.x);
-  __syncthreads();
+  find_strip_places<Fmt, COLWISE, kStrip>(p, m0, rows, place, s);
   if (!here) return;
   const float s_dec = Fmt::nv ? p.s_dec[0] : 1.0f;
   for (int64_t kt = blockIdx.y; kt < p.tiles_k; kt += gridDim.y) {
@@ -255,51 +262,24 @@ __global__ void __launch_bounds__(kVectorThreads, COLWISE ? 3 : 1)
     if (k0 >= p.K) continue;
     if (!kEarly || kt != blockIdx.y) load_octets(k0, o);
     uint32_t sb[8];
-    bool none[8];  // the octet belongs to no group: zeros
+    uint32_t zero = 0;  // bit j: octet j belongs to no group
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const ScalePlace& at = place[COLWISE ? i0 : i0 + j];
-      none[j] = j >= rows_here || at.at < 0;
-      if (none[j]) {
+      if (j >= rows_here || at.base < 0) {
+        zero |= 1u << j;
         o[j] = Octet<Fmt>{};
         sb[j] = kNeutralScale;
         continue;
       }
-      const int64_t c = k0 / Fmt::block;  // rowwise: the octet's scale column
+      // Colwise: code rows k0..k0+7 lie in one 32-row group, 16 bytes apart blocked.
       const int64_t offset =
-          COLWISE ? at.at + colwise_row_part(p.blocked, k0, at.k_step) + j * (p.blocked ? 16 : at.k_step)
-                  : at.at + (p.blocked ? num::blocked_offset(0, c, 0) : c);
+          COLWISE ? at.base + colwise_row_part(p.blocked, k0, at.k_step) + j * (p.blocked ? 16 : at.k_step)
+                  : at.base + scale_column_part(p.blocked, k0 / Fmt::block);
       sb[j] = __ldg(p.scales + offset);
     }
-    float v[8][8];
-    const bool fast = all_fast(o, sb, s_dec);
-#pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      if (fast) {
-        fast_values(o[j], fast_factor<Fmt>(sb[j]), s_dec, v[j]);
-      } else {
-        reference_values(o[j], sb[j], s_dec, v[j]);
-      }
-      if (none[j]) {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) v[j][e] = 0.0f;
-      }
-    }
     // Rowwise: output rows m_first + j at columns k0; colwise: output rows m_first + e at columns k0.
-    const int64_t first = m_first * p.K + k0;
-    if constexpr (COLWISE) {
-      if (fast) {
-        store_transposed<Out, kFastKnown<Fmt>>(p.out, first, p.K, v);
-      } else {
-        store_transposed<Out, Known::any>(p.out, first, p.K, v);
-      }
-    } else {
-      if (fast) {
-        store_rows<Out, kFastKnown<Fmt>>(p.out, first, p.K, rows_here, v);
-      } else {
-        store_rows<Out, Known::any>(p.out, first, p.K, rows_here, v);
-      }
-    }
+    convert_and_store<Fmt, Out, COLWISE>(o, sb, s_dec, zero, p.out, m_first * p.K + k0, p.K, rows_here);
   }
 }
 

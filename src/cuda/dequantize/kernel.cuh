@@ -152,6 +152,47 @@ __device__ __forceinline__ void store_transposed(void* out, int64_t first, int64
   }
 }
 
+// v[j] = 0 for the octets j whose bit is set in `zero`.
+__device__ __forceinline__ void zero_octets(uint32_t zero, float (&v)[8][8]) {
+#pragma unroll
+  for (int j = 0; j < 8; ++j) {
+    if ((zero >> j) & 1u) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[j][e] = 0.0f;
+    }
+  }
+}
+
+// A thread's eight octets o[j] (scale bytes sb[j]) to the output: rowwise, `rows` output rows
+// first + j * row_stride of eight values; colwise, transposed into eight output rows
+// first + i * row_stride of the eight octets' i-th values. Octets whose bit is set in `zero` come
+// out as 0 (their codes and scale bytes must still keep the fast path: zeros and a normal scale).
+template <class Fmt, class Out, bool COLWISE>
+__device__ __forceinline__ void convert_and_store(const Octet<Fmt> (&o)[8], const uint32_t (&sb)[8], float s_dec,
+                                                  uint32_t zero, void* out, int64_t first, int64_t row_stride,
+                                                  int rows) {
+  float v[8][8];
+  if (all_fast(o, sb, s_dec)) {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) fast_values(o[j], fast_factor<Fmt>(sb[j]), s_dec, v[j]);
+    zero_octets(zero, v);
+    if constexpr (COLWISE) {
+      store_transposed<Out, kFastKnown<Fmt>>(out, first, row_stride, v);
+    } else {
+      store_rows<Out, kFastKnown<Fmt>>(out, first, row_stride, rows, v);
+    }
+  } else {
+#pragma unroll
+    for (int j = 0; j < 8; ++j) reference_values(o[j], sb[j], s_dec, v[j]);
+    zero_octets(zero, v);
+    if constexpr (COLWISE) {
+      store_transposed<Out, Known::any>(out, first, row_stride, v);
+    } else {
+      store_rows<Out, Known::any>(out, first, row_stride, rows, v);
+    }
+  }
+}
+
 // grid.x: tiles along K (output columns), grid.y: along M, grid.z: batches (y and z loop past the
 // grid). Rowwise rows past M load row M - 1 and store nothing; colwise needs M and K multiples of 8.
 template <class Fmt, class Out, bool COLWISE>
@@ -188,26 +229,9 @@ __global__ void __launch_bounds__(kVectorThreads) dequantize_vector_kernel(const
           scale += scale_step;
         }
       }
-      float v[8][8];
       // Rowwise: output rows r0 + j at columns c0; colwise: output rows c0 + i at columns r0.
       const int64_t first = out_base + (COLWISE ? c0 * p.K + r0 : r0 * p.K + c0);
-      if (all_fast(o, sb, s_dec)) {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) fast_values(o[j], fast_factor<Fmt>(sb[j]), s_dec, v[j]);
-        if constexpr (COLWISE) {
-          store_transposed<Out, kFastKnown<Fmt>>(p.out, first, p.K, v);
-        } else {
-          store_rows<Out, kFastKnown<Fmt>>(p.out, first, p.K, rows, v);
-        }
-      } else {
-#pragma unroll
-        for (int j = 0; j < 8; ++j) reference_values(o[j], sb[j], s_dec, v[j]);
-        if constexpr (COLWISE) {
-          store_transposed<Out, Known::any>(p.out, first, p.K, v);
-        } else {
-          store_rows<Out, Known::any>(p.out, first, p.K, rows, v);
-        }
-      }
+      convert_and_store<Fmt, Out, COLWISE>(o, sb, s_dec, 0u, p.out, first, p.K, rows);
     }
   }
 }
