@@ -6,6 +6,7 @@
 // Every output byte is written (two poisons).
 #include <gtest/gtest.h>
 
+#include <initializer_list>
 #include <iterator>
 #include <vector>
 
@@ -15,8 +16,6 @@ namespace mxq::test {
 namespace {
 
 constexpr Format kFormats[] = {Format::mxfp8, Format::mxfp8_e5m2, Format::mxfp4, Format::nvfp4};
-constexpr DType kOutDTypes[] = {DType::bf16, DType::fp16, DType::fp32};
-constexpr Direction kDirections[] = {Direction::rowwise, Direction::colwise};
 
 constexpr Padding kPaddings[] = {{0, 0}, {32, 32}, {32, 0}, {0, 32}, {16, 16}, {128, 0}, {0, 128}};
 
@@ -118,11 +117,15 @@ std::string describe(int64_t M, int64_t K, const QuantizeRequest& q) {
 
 // Quantizes h on the cpu (both directions), then dequantizes each direction into each dtype on
 // both backends.
-void expect_grouped_dequantize_matches_cpu(const HostTensor& h, const QuantizeRequest& req) {
+void expect_grouped_dequantize_matches_cpu(const HostTensor& h, const QuantizeRequest& req,
+                                           std::initializer_list<Direction> directions = {Direction::rowwise,
+                                                                                          Direction::colwise},
+                                           std::initializer_list<DType> dtypes = {DType::bf16, DType::fp16,
+                                                                                  DType::fp32}) {
   SCOPED_TRACE(describe(h.rows, h.cols, req));
   const QuantizeResult q = run_quantize(h, req);
-  for (Direction d : kDirections) {
-    for (DType t : kOutDTypes) {
+  for (Direction d : directions) {
+    for (DType t : dtypes) {
       SCOPED_TRACE(::testing::Message() << "direction " << int(d) << " out " << int(t));
       EXPECT_TRUE(bytes_equal(cpu_dequantize(req, d, h.rows, h.cols, t, q),
                               cuda_dequantize(req, d, h.rows, h.cols, t, q), "dequantize out"));
@@ -157,8 +160,7 @@ TEST(CudaGroupedDequantize, JaggedGroupsEveryFormatLayoutPaddingAndDtype) {
   }
 }
 
-// Wide rows: each CTA of the vector kernel converts several tiles along K (the last one partial),
-// and the per-element kernel's CTAs as well.
+// Wide rows: the per-element kernel's CTAs convert several tiles along K (the last one partial).
 TEST(CudaGroupedDequantize, WideRowsSeveralTilesPerCta) {
   MXQ_FRESH_RNG(rng);
   for (Format f : kFormats) {
@@ -170,6 +172,29 @@ TEST(CudaGroupedDequantize, WideRowsSeveralTilesPerCta) {
         }
       }
     }
+  }
+}
+
+// The vector kernel's CTAs convert several tiles along K (the last one partial) only where the
+// launcher gives a strip fewer CTAs than tiles: rowwise one round of resident CTAs over the strips
+// (4 per 64-row strip at 4100 rows on 132-148 SMs, two CTAs each, against 9 tiles of 256 codes),
+// colwise at least 16 or eight rounds (16 at 26000 rows, three CTAs per SM, against 21 tiles of
+// 128 code rows).
+TEST(CudaGroupedDequantize, VectorKernelSeveralTilesPerCta) {
+  if (quick_mode()) GTEST_SKIP() << "large shapes";
+  MXQ_FRESH_RNG(rng);
+  for (Format f : kFormats) {
+    for (Padding pad : {Padding{0, 0}, Padding{32, 32}}) {
+      const std::vector<int32_t> ends = random_group_ends(rng, 4100, 8, 1, 3);
+      expect_grouped_dequantize_matches_cpu(input(rng, 4100, 2056), request(f, ScaleLayout::blocked, ends, pad, rng),
+                                            {Direction::rowwise}, {DType::bf16});
+    }
+  }
+  for (Format f : {Format::mxfp8, Format::mxfp4}) {
+    const std::vector<int32_t> ends = random_group_ends(rng, 26000, 8, 1, 3);
+    expect_grouped_dequantize_matches_cpu(input(rng, 26000, 2600),
+                                          request(f, ScaleLayout::blocked, ends, Padding{0, 32}, rng),
+                                          {Direction::colwise}, {DType::bf16});
   }
 }
 

@@ -41,71 +41,30 @@ struct GroupedProblem {
   const float* s_dec = nullptr;  // nvfp4: [1] (token groups are 2-D)
 };
 
-// The scale units that a group of n input rows occupies before the next group's scales: rowwise
-// blocked Rp(rows) scale rows; colwise ceil(rows/b) linear or Cp(ceil(rows/b)) blocked columns
-// (rows: the group's data rows, padded when the direction pads). Rowwise linear scales follow the
-// data rows and need none.
+// What one walk over the groups sums for each group of n input rows, packed into one int64: its
+// data rows (padded when the direction pads) in the high 32 bits and, in the low 32 bits, the
+// scale units it occupies before the next group's scales: rowwise blocked Rp(rows) scale rows;
+// colwise ceil(rows/b) linear or Cp(ceil(rows/b)) blocked columns (rowwise linear scales follow
+// the data rows and need none). Neither sum carries into the other: the API bounds the padded
+// rows by 2^31 - 1, and the scale units exceed the rows by at most 127 per group (at most 2^20
+// groups), so both stay below 2^32.
 template <class Fmt, bool COLWISE>
-struct GroupScaleUnits {
+struct RowsAndScaleUnits {
   int64_t pad;
   bool blocked;
   __device__ int64_t operator()(int64_t n) const {
     const int64_t rows = pad > 0 ? num::round_up(n, pad) : n;
-    if (COLWISE) return blocked ? num::group_k_scale_cols(rows, Fmt::block) : num::ceil_div(rows, Fmt::block);
-    return blocked ? num::group_m_scale_rows(rows) : 0;
+    int64_t units = 0;
+    if (COLWISE) {
+      units = blocked ? num::group_k_scale_cols(rows, Fmt::block) : num::ceil_div(rows, Fmt::block);
+    } else if (blocked) {
+      units = num::group_m_scale_rows(rows);
+    }
+    return (rows << 32) | units;
   }
 };
-
-// What the strip knows of each of its Strip positions along M.
-template <int Strip>
-struct StripRows {
-  int64_t group[Strip];        // -1: the position belongs to no group
-  int64_t local[Strip];        // position inside its group's data rows
-  int64_t scale_base[Strip];   // the group's first scale unit (GroupScaleUnits summed over earlier groups)
-  int64_t scale_units[Strip];  // the group's own scale units
-};
-
-// Fills rows for positions [m0, m0 + Strip) by two walks over the groups: the data spans (padded
-// or not), then the scale units of the groups found. Every thread must call it.
-template <class Fmt, bool COLWISE, int Strip>
-__device__ void find_strip_groups(const GroupedProblem& p, int64_t m0, StripRows<Strip>& rows,
-                                  GroupChunkStorage<kGroupedThreads>& s) {
-  static_assert(Strip <= kGroupedThreads, "a thread per position");
-  const int t = threadIdx.x;
-  const int64_t m_last = min(m0 + Strip, p.R) - 1;
-  if (t < Strip) rows.group[t] = -1;
-  int64_t end = 0, padded_end = 0;
-  auto find_rows = [&](const GroupChunk<kGroupedThreads>& c) {
-    const int64_t m = m0 + t;
-    if (t < Strip && m <= m_last && m >= c.chunk_padded_begin() && m < c.chunk_padded_end()) {
-      const int j = c.find_by_padded_end(m);
-      rows.group[t] = c.first + j;
-      rows.local[t] = m - c.padded_begin_of(j);
-    }
-    return c.chunk_padded_end() <= m_last;
-  };
-  // Alignment 1 leaves the sizes as they are: the "padded" ends are then the clamped ends.
-  for_each_group_chunk<kGroupedThreads, 1>(p.ends, p.G, p.M, PadToMultiple{p.pad > 0 ? p.pad : 1}, s, find_rows,
-                                           &end, &padded_end);
-  // The groups' spans are contiguous from 0, so the positions with a group are a prefix of the
-  // strip and the last of them has the strip's last group. The barrier also orders the first
-  // walk's last reads of s before the second walk resets it.
-  const int found = __syncthreads_count(t < Strip && rows.group[t] >= 0);
-  const int64_t last_group = found > 0 ? rows.group[found - 1] : -1;
-  if (last_group < 0 || (!COLWISE && !p.blocked)) return;
-  auto find_scales = [&](const GroupChunk<kGroupedThreads>& c) {
-    if (t < Strip) {
-      const int64_t j = rows.group[t] - c.first;
-      if (j >= 0 && j < c.count) {
-        rows.scale_base[t] = c.padded_begin_of(static_cast<int>(j));
-        rows.scale_units[t] = c.padded_end_of(static_cast<int>(j)) - rows.scale_base[t];
-      }
-    }
-    return c.first + c.count <= last_group;
-  };
-  for_each_group_chunk<kGroupedThreads, 1>(p.ends, p.G, p.M, GroupScaleUnits<Fmt, COLWISE>{p.pad, p.blocked}, s,
-                                           find_scales, &end, &padded_end);
-}
+__device__ __forceinline__ int64_t rows_part(int64_t packed) { return packed >> 32; }
+__device__ __forceinline__ int64_t units_part(int64_t packed) { return packed & 0xFFFFFFFF; }
 
 // Where the scale bytes of a strip position lie, as two parts that add up to the byte offset
 // (blocked_offset is a sum of a row part and a column part): `base` depends on the position only
@@ -120,18 +79,19 @@ struct ScalePlace {
   int64_t k_step;
 };
 
-template <class Fmt, bool COLWISE, int Strip>
-__device__ __forceinline__ ScalePlace scale_place(const GroupedProblem& p, const StripRows<Strip>& rows, int i,
-                                                  int64_t m) {
-  if (rows.group[i] < 0) return {-1, 0};
+// The place of position m, row `local` of its group, whose scales start at unit scale_base and
+// take scale_units units.
+template <class Fmt, bool COLWISE>
+__device__ __forceinline__ ScalePlace scale_place(const GroupedProblem& p, int64_t m, int64_t local,
+                                                  int64_t scale_base, int64_t scale_units) {
   if constexpr (!COLWISE) {
     const int64_t nc = num::blocked_cols(p.k_blocks) / 4;
-    return {p.blocked ? num::blocked_offset(rows.scale_base[i] + rows.local[i], 0, nc) : m * p.k_blocks, 0};
+    return {p.blocked ? num::blocked_offset(scale_base + local, 0, nc) : m * p.k_blocks, 0};
   } else {
-    const int64_t c = rows.local[i] / Fmt::block;
-    if (!p.blocked) return {rows.scale_base[i] + c, p.pitch};
-    const int64_t nc = rows.scale_units[i] / 4;
-    return {rows.scale_base[i] * num::blocked_rows(p.K) + num::blocked_offset(0, c, nc), nc * 512};
+    const int64_t c = local / Fmt::block;
+    if (!p.blocked) return {scale_base + c, p.pitch};
+    const int64_t nc = scale_units / 4;
+    return {scale_base * num::blocked_rows(p.K) + num::blocked_offset(0, c, nc), nc * 512};
   }
 }
 
@@ -142,14 +102,29 @@ __device__ __forceinline__ int64_t colwise_row_part(bool blocked, int64_t k, int
   return blocked ? (k / 128) * k_step + (k % 32) * 16 + ((k % 128) / 32) * 4 : k * k_step;
 }
 
-// place[i] for the positions m0 + i of the strip (find_strip_groups, then scale_place). Every
-// thread must call it; place is complete on return.
+// place[i] for the positions m0 + i of the strip, from one walk over the groups (thread i finds
+// position i's group by its data span). Every thread must call it; place is complete on return.
 template <class Fmt, bool COLWISE, int Strip>
-__device__ void find_strip_places(const GroupedProblem& p, int64_t m0, StripRows<Strip>& rows,
-                                  ScalePlace (&place)[Strip], GroupChunkStorage<kGroupedThreads>& s) {
-  find_strip_groups<Fmt, COLWISE, Strip>(p, m0, rows, s);
-  __syncthreads();
-  if (threadIdx.x < Strip) place[threadIdx.x] = scale_place<Fmt, COLWISE>(p, rows, threadIdx.x, m0 + threadIdx.x);
+__device__ void find_strip_places(const GroupedProblem& p, int64_t m0, ScalePlace (&place)[Strip],
+                                  GroupChunkStorage<kGroupedThreads>& s) {
+  static_assert(Strip <= kGroupedThreads, "a thread per position");
+  const int t = threadIdx.x;
+  const int64_t m = m0 + t, m_last = min(m0 + Strip, p.R) - 1;
+  ScalePlace mine = {-1, 0};
+  auto find = [&](const GroupChunk<kGroupedThreads>& c) {
+    if (t < Strip && m <= m_last && m >= rows_part(c.chunk_padded_begin()) && m < rows_part(c.chunk_padded_end())) {
+      // The first group whose data rows end past m: packed ends above m's last packed value.
+      const int j = c.find_by_padded_end((m << 32) | 0xFFFFFFFF);
+      const int64_t begin = c.padded_begin_of(j), end = c.padded_end_of(j);
+      const int64_t units = units_part(end) - units_part(begin);
+      mine = scale_place<Fmt, COLWISE>(p, m, m - rows_part(begin), units_part(begin), units);
+    }
+    return rows_part(c.chunk_padded_end()) <= m_last;
+  };
+  int64_t end = 0, packed_end = 0;
+  for_each_group_chunk<kGroupedThreads, 1>(p.ends, p.G, p.M, RowsAndScaleUnits<Fmt, COLWISE>{p.pad, p.blocked}, s,
+                                           find, &end, &packed_end);
+  if (t < Strip) place[t] = mine;
   __syncthreads();
 }
 
@@ -168,11 +143,10 @@ __device__ __forceinline__ float grouped_element(const GroupedProblem& p, const 
 template <class Fmt, class Out, bool COLWISE>
 __global__ void __launch_bounds__(kGroupedThreads) dequantize_grouped_kernel(const GroupedProblem p) {
   __shared__ GroupChunkStorage<kGroupedThreads> s;
-  __shared__ StripRows<kTile> rows;
   __shared__ ScalePlace place[kTile];
   __shared__ float tile[kTile][kTile + 1];
   const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kTile;
-  find_strip_places<Fmt, COLWISE, kTile>(p, m0, rows, place, s);
+  find_strip_places<Fmt, COLWISE, kTile>(p, m0, place, s);
   const float s_dec = Fmt::nv ? p.s_dec[0] : 1.0f;
   const int tx = threadIdx.x % kTile, ty = threadIdx.x / kTile;
   for (int64_t kt = blockIdx.y; kt < p.tiles_k; kt += gridDim.y) {
@@ -213,16 +187,15 @@ constexpr uint32_t kNeutralScale = 0x38;  // E8M0 2^-71, UE4M3 1.0
 // columns per column tile, colwise T::cols positions (code columns) by T::rows code rows per tile.
 // grid.x: strips, grid.y: CTAs per strip, each taking every gridDim.y-th tile along K. Needs K a
 // multiple of 8, aligned octets and outputs, and colwise positions in octets of one group.
-// Colwise is held to three CTAs per SM (80 registers, at most 8 bytes of spills): with the early
-// octets and two CTAs per SM (99-106 registers) it ran 0.69 instead of 0.80 of the copy at 32768 x
-// 7168 (H100, mxfp8, same 8 CTAs per strip).
+// Colwise is held to three CTAs per SM (80 registers; spills: 72 bytes for mxfp4 to bf16, 24 for
+// nvfp4 to fp16, none elsewhere): with the early octets and two CTAs per SM (99-106 registers) it
+// ran 0.69 instead of 0.80 of the copy at 32768 x 7168 (H100, mxfp8, same 8 CTAs per strip).
 template <class Fmt, class Out, bool COLWISE>
 __global__ void __launch_bounds__(kVectorThreads, COLWISE ? 3 : 1)
     dequantize_grouped_vector_kernel(const GroupedProblem p) {
   using T = VectorTile<Fmt, COLWISE>;
   constexpr int kStrip = COLWISE ? T::cols : T::rows;
   __shared__ GroupChunkStorage<kGroupedThreads> s;
-  __shared__ StripRows<kStrip> rows;
   __shared__ ScalePlace place[kStrip];
   const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kStrip;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -254,7 +227,7 @@ __global__ void __launch_bounds__(kVectorThreads, COLWISE ? 3 : 1)
   const bool here = m_first < p.R;
   Octet<Fmt> o[8];
   if (kEarly && here && first_k(blockIdx.y) < p.K) load_octets(first_k(blockIdx.y), o);
-  find_strip_places<Fmt, COLWISE, kStrip>(p, m0, rows, place, s);
+  find_strip_places<Fmt, COLWISE, kStrip>(p, m0, place, s);
   if (!here) return;
   const float s_dec = Fmt::nv ? p.s_dec[0] : 1.0f;
   for (int64_t kt = blockIdx.y; kt < p.tiles_k; kt += gridDim.y) {

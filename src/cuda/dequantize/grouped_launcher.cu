@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "../common.cuh"
+#include "../groups/launch_shape.cuh"
 #include "grouped_kernel.cuh"
 
 namespace mxq::cuda {
@@ -27,20 +28,26 @@ Status launch_strips(Kernel kernel, dequant::GroupedProblem p, int64_t strip, in
   const int64_t strips = num::ceil_div(p.R, strip);
   p.tiles_k = num::ceil_div(p.K, tile_k);
   if (strips > 0x7FFFFFFF) return Status::error(Code::unsupported, "dequantize: more than 2^31 - 1 row strips");
-  const dim3 grid(static_cast<unsigned>(strips), static_cast<unsigned>(std::min(p.tiles_k, ctas)));
+  const int64_t per_strip = std::max<int64_t>(1, std::min(ctas, p.tiles_k));
+  const dim3 grid(static_cast<unsigned>(strips), static_cast<unsigned>(per_strip));
   kernel<<<grid, dequant::kGroupedThreads, 0, stream>>>(p);
   return launch_status("dequantize");
 }
 
-// CTAs per strip of the vector kernel. H100, G = 8, blocked, same run, 2 / 4 / 8 CTAs per strip:
-// rowwise 8192 x 2048 mxfp8 0.80 / 0.77 / 0.66 of the copy, nvfp4 0.75 / 0.68 / 0.56, 32768 x
-// 7168 mxfp8 0.90 / 0.89 / 0.88, nvfp4 0.78 / 0.75 / 0.69 (fewer walks); colwise (padded to 32)
-// 8192 x 2048 mxfp8 0.66 / 0.78 / 0.74, mxfp4 0.62 / 0.75 / 0.64, 32768 x 7168 mxfp8 0.67 / 0.75 /
-// 0.80, mxfp4 0.61 / 0.72 / 0.76 (its tiles of 128 code rows take longer: long CTAs leave a tail
-// unless K has many tiles).
-int64_t vector_ctas_per_strip(bool colwise, int64_t tiles_k) {
-  if (!colwise) return 2;
-  return tiles_k <= 16 ? 4 : 8;
+// CTAs per strip of the vector kernel, from the CTAs resident at once. H100, G = 8, blocked, one
+// walk per CTA, same run, 1 / 2 / 16 CTAs per strip against these rules:
+// - rowwise, one round of CTAs (resident / strips): 4096 x 7168 mxfp8 0.48 / 0.71 / 0.84 against
+//   0.87, 8192 x 2048 0.71 / 0.84 / 0.78 against 0.85, 16384 x 1536 0.87 / 0.84 / 0.77 against
+//   0.87, 32768 x 7168 0.89 / 0.90 / 0.84 against 0.89 (FP4 alike): rounds of CTAs leave a tail,
+//   and every CTA walks the groups;
+// - colwise, at least 16 CTAs or 8 rounds: 8 rounds at 4096 x 7168 (56 CTAs per strip) mxfp4 0.81
+//   against 0.70 with 16 and 0.77 with 32; 16 at 32768 x 7168 mxfp4 0.80 against 0.78 with 32 and
+//   56, mxfp8 0.85 / 0.87 / 0.84; 2 / 4 / 8 CTAs were slower everywhere (65536 x 2048 mxfp4 0.75 /
+//   - / 0.79 with 2 / 16): a colwise tile of 128 code rows is long, many short CTAs even out.
+int64_t vector_ctas_per_strip(bool colwise, int64_t strips, int64_t resident) {
+  strips = std::max<int64_t>(strips, 1);
+  if (!colwise) return resident / strips;
+  return std::max<int64_t>(16, num::ceil_div(8 * resident, strips));
 }
 
 template <class Fmt, class Out, bool COLWISE>
@@ -50,9 +57,13 @@ Status launch(const dequant::GroupedProblem& p, cudaStream_t stream) {
                          dequant::kGroupedColumnCtas, stream);
   }
   using T = dequant::VectorTile<Fmt, COLWISE>;  // colwise: T::cols positions by T::rows code rows
-  const int64_t tile_k = COLWISE ? T::rows : T::cols;
-  return launch_strips(dequant::dequantize_grouped_vector_kernel<Fmt, Out, COLWISE>, p, COLWISE ? T::cols : T::rows,
-                       tile_k, vector_ctas_per_strip(COLWISE, num::ceil_div(p.K, tile_k)), stream);
+  const auto kernel = dequant::dequantize_grouped_vector_kernel<Fmt, Out, COLWISE>;
+  const int64_t strip = COLWISE ? T::cols : T::rows;
+  int64_t resident = 0;
+  const cudaError_t e = resident_ctas(reinterpret_cast<const void*>(kernel), dequant::kGroupedThreads, &resident);
+  if (e != cudaSuccess) return cuda_status("dequantize", e);
+  return launch_strips(kernel, p, strip, COLWISE ? T::rows : T::cols,
+                       vector_ctas_per_strip(COLWISE, num::ceil_div(p.R, strip), resident), stream);
 }
 
 template <class Fmt, class Out>

@@ -158,7 +158,7 @@ __device__ void for_each_group_chunk(const int32_t* raw_ends, int64_t G, int64_t
     body(GroupChunk<kChunk>{s, 0, static_cast<int>(G)});
     *end_out = s.end[G - 1];
     *padded_out = s.padded_end[G - 1];
-    __syncthreads();  // the storage may be walked again (grouped dequantize walks twice)
+    __syncthreads();  // as after the chunked walk: the caller may reuse the storage
     return;
   }
   if (threadIdx.x == 0) s.carry_end = s.carry_padded = 0;

@@ -7,6 +7,17 @@
 
 namespace mxq::cuda {
 
+// CTAs of `kernel` (threads each, no dynamic shared memory) resident on the current device at once.
+inline cudaError_t resident_ctas(const void* kernel, int threads, int64_t* ctas) {
+  int device = 0, sms = 0, per_sm = 0;
+  cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0);
+  if (e != cudaSuccess) return e;
+  *ctas = int64_t(sms) * (per_sm > 0 ? per_sm : 1);
+  return cudaSuccess;
+}
+
 struct RangeGrid {
   int ctas = 0;
   int64_t per_cta = 0;  // work items of each CTA (the last one may have fewer)
@@ -18,12 +29,10 @@ struct RangeGrid {
 // hardware hand the work of slow SMs to fast ones; one wave walks the groups the fewest times.
 inline cudaError_t range_grid(const void* kernel, int threads, int64_t items, int64_t min_per_cta, RangeGrid* g,
                               int64_t max_waves = 1) {
-  int device = 0, sms = 0, per_sm = 0;
-  cudaError_t e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0);
+  int64_t resident = 0;
+  const cudaError_t e = resident_ctas(kernel, threads, &resident);
   if (e != cudaSuccess) return e;
-  const int64_t most = int64_t(sms) * (per_sm > 0 ? per_sm : 1) * (max_waves > 0 ? max_waves : 1);
+  const int64_t most = resident * (max_waves > 0 ? max_waves : 1);
   int64_t ctas = (items + min_per_cta - 1) / min_per_cta;
   ctas = ctas < 1 ? 1 : (ctas > most ? most : ctas);
   g->per_cta = items > 0 ? (items + ctas - 1) / ctas : 0;
