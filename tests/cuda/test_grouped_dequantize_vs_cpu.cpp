@@ -178,8 +178,8 @@ TEST(CudaGroupedDequantize, WideRowsSeveralTilesPerCta) {
 // The vector kernel's CTAs convert several tiles along K (the last one partial) only where the
 // launcher gives a strip fewer CTAs than tiles: rowwise one round of resident CTAs over the strips
 // (4 per 64-row strip at 4100 rows on 132-148 SMs, two CTAs each, against 9 tiles of 256 codes),
-// colwise at least 16 or eight rounds (16 at 26000 rows, three CTAs per SM, against 21 tiles of
-// 128 code rows).
+// colwise at least 16 or eight rounds, or with faster memory per SM at least 4 or four rounds (16
+// or 8 at 26000 rows, three CTAs per SM, against 21 tiles of 128 code rows).
 TEST(CudaGroupedDequantize, VectorKernelSeveralTilesPerCta) {
   if (quick_mode()) GTEST_SKIP() << "large shapes";
   MXQ_FRESH_RNG(rng);

@@ -38,15 +38,23 @@ Status launch_strips(Kernel kernel, dequant::GroupedProblem p, int64_t strip, in
 // walk per CTA, same run, 1 / 2 / 16 CTAs per strip against these rules:
 // - rowwise, one round of CTAs (resident / strips): 4096 x 7168 mxfp8 0.48 / 0.71 / 0.84 against
 //   0.87, 8192 x 2048 0.71 / 0.84 / 0.78 against 0.85, 16384 x 1536 0.87 / 0.84 / 0.77 against
-//   0.87, 32768 x 7168 0.89 / 0.90 / 0.84 against 0.89 (FP4 alike): rounds of CTAs leave a tail,
-//   and every CTA walks the groups;
+//   0.87, 32768 x 7168 0.89 / 0.90 / 0.84 against 0.89 (FP4 alike; the H200 agrees): rounds of
+//   CTAs leave a tail, and every CTA walks the groups;
 // - colwise, at least 16 CTAs or 8 rounds: 8 rounds at 4096 x 7168 (56 CTAs per strip) mxfp4 0.81
 //   against 0.70 with 16 and 0.77 with 32; 16 at 32768 x 7168 mxfp4 0.80 against 0.78 with 32 and
 //   56, mxfp8 0.85 / 0.87 / 0.84; 2 / 4 / 8 CTAs were slower everywhere (65536 x 2048 mxfp4 0.75 /
 //   - / 0.79 with 2 / 16): a colwise tile of 128 code rows is long, many short CTAs even out.
-int64_t vector_ctas_per_strip(bool colwise, int64_t strips, int64_t resident) {
+//   Where HBM feeds an SM faster (above kFewerColumnCtasGbpsPerSm) the walk weighs more against a
+//   tile: at least 4 CTAs or 4 rounds. H200 (36 GB/s per SM), same run, mxfp4, 4 / 6 / 16 CTAs per
+//   strip, [this rule's count]: 65536 x 2048 0.62 / 0.64 / 0.58 [4], 131072 x 2048 0.64 / 0.64 /
+//   0.58 [4], 32768 x 7168 0.61 / 0.66 / 0.64 [7; 8: 0.63], 16384 x 1536 0.59 / 0.67 / 0.63 [12:
+//   0.63], 8192 x 2048 0.69 / 0.68 / 0.65 [16], 4096 x 7168 0.40 / 0.56 / 0.62 [47; 56: 0.63].
+constexpr int64_t kFewerColumnCtasGbpsPerSm = 30;
+
+int64_t vector_ctas_per_strip(bool colwise, int64_t strips, int64_t resident, bool fast_memory) {
   strips = std::max<int64_t>(strips, 1);
   if (!colwise) return resident / strips;
+  if (fast_memory) return std::max<int64_t>(4, num::ceil_div(4 * resident, strips));
   return std::max<int64_t>(16, num::ceil_div(8 * resident, strips));
 }
 
@@ -60,10 +68,14 @@ Status launch(const dequant::GroupedProblem& p, cudaStream_t stream) {
   const auto kernel = dequant::dequantize_grouped_vector_kernel<Fmt, Out, COLWISE>;
   const int64_t strip = COLWISE ? T::cols : T::rows;
   int64_t resident = 0;
-  const cudaError_t e = resident_ctas(reinterpret_cast<const void*>(kernel), dequant::kGroupedThreads, &resident);
+  int device = 0, sms = 0;
+  cudaError_t e = resident_ctas(reinterpret_cast<const void*>(kernel), dequant::kGroupedThreads, &resident);
+  if (e == cudaSuccess) e = cudaGetDevice(&device);
+  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (e != cudaSuccess) return cuda_status("dequantize", e);
+  const bool fast_memory = COLWISE && memory_gbps_per_sm(device, sms) > kFewerColumnCtasGbpsPerSm;
   return launch_strips(kernel, p, strip, COLWISE ? T::rows : T::cols,
-                       vector_ctas_per_strip(COLWISE, num::ceil_div(p.R, strip), resident), stream);
+                       vector_ctas_per_strip(COLWISE, num::ceil_div(p.R, strip), resident, fast_memory), stream);
 }
 
 template <class Fmt, class Out>

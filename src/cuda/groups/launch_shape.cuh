@@ -1,11 +1,35 @@
-// Grid shapes of the token-group and scale-layout kernels: each CTA owns a contiguous range of
-// work and walks the groups once, so the number of CTAs bounds how often the groups are walked.
+// Grid shapes of the token-group, scale-layout and grouped kernels, and the device properties they
+// depend on: each CTA owns a contiguous range of work and walks the groups once, so the number of
+// CTAs bounds how often the groups are walked.
 #pragma once
 #include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
 namespace mxq::cuda {
+
+// Peak HBM bandwidth per SM in GB/s: memory clock (kHz) x 2 transfers x bus width (bits) / 8.
+// Cached per device: the memory clock query took 0.4-0.6 ms per call on an H200, more than the
+// whole op at 16384 tokens.
+inline int64_t memory_gbps_per_sm(int device, int sms) {
+  static std::atomic<int64_t> cached[64];  // value + 1; 0: not queried yet
+  const bool cacheable = device >= 0 && device < 64;
+  if (cacheable) {
+    const int64_t known = cached[device].load(std::memory_order_relaxed);
+    if (known > 0) return known - 1;
+  }
+  int khz = 0, bits = 0;
+  int64_t gbps = 0;  // unknown: as the H100
+  if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess && sms > 0) {
+    gbps = int64_t{khz} * 2 * bits / 8 / 1000000 / sms;
+  } else {
+    cudaGetLastError();
+  }
+  if (cacheable) cached[device].store(gbps + 1);
+  return gbps;
+}
 
 // CTAs of `kernel` (threads each, no dynamic shared memory) resident on the current device at once.
 inline cudaError_t resident_ctas(const void* kernel, int threads, int64_t* ctas) {

@@ -3,9 +3,9 @@
 #include "launcher.hpp"
 
 #include <algorithm>
-#include <atomic>
 #include <limits>
 
+#include "../groups/launch_shape.cuh"
 #include "../quantize/dispatch.cuh"
 #include "../quantize/tensor_scale.hpp"
 #include "kernel.cuh"
@@ -69,28 +69,6 @@ GroupedProblem make_problem(const QuantizeArgs& a, const QuantizeSizes& sizes) {
 // 0-6 % faster, e.g. 0.768 -> 0.807 at dim 1536, G = 8; G = 1: 1-1.5 % slower).
 constexpr int64_t kBothOneTileRounds = 16;
 constexpr int64_t kBothOneTileGbpsPerSm = 30;
-
-// Peak HBM bandwidth per SM in GB/s: memory clock (kHz) x 2 transfers x bus width (bits) / 8.
-// Cached per device: the memory clock query took 0.4-0.6 ms per call on an H200, more than the
-// whole op at 16384 tokens.
-int64_t memory_gbps_per_sm(int device, int sms) {
-  static std::atomic<int64_t> cached[64];  // value + 1; 0: not queried yet
-  const bool cacheable = device >= 0 && device < 64;
-  if (cacheable) {
-    const int64_t known = cached[device].load(std::memory_order_relaxed);
-    if (known > 0) return known - 1;
-  }
-  int khz = 0, bits = 0;
-  int64_t gbps = 0;  // unknown: as the H100
-  if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess &&
-      cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess && sms > 0) {
-    gbps = int64_t{khz} * 2 * bits / 8 / 1000000 / sms;
-  } else {
-    cudaGetLastError();
-  }
-  if (cacheable) cached[device].store(gbps + 1);
-  return gbps;
-}
 
 // both_one_tile: both directions on a device with at most kBothOneTileGbpsPerSm.
 int choose_strip(bool both_one_tile, int64_t tile_rows, int64_t tiles_k, int64_t slots) {
