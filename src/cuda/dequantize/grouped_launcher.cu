@@ -68,12 +68,9 @@ Status launch(const dequant::GroupedProblem& p, cudaStream_t stream) {
   const auto kernel = dequant::dequantize_grouped_vector_kernel<Fmt, Out, COLWISE>;
   const int64_t strip = COLWISE ? T::cols : T::rows;
   int64_t resident = 0;
-  int device = 0, sms = 0;
-  cudaError_t e = resident_ctas(reinterpret_cast<const void*>(kernel), dequant::kGroupedThreads, &resident);
-  if (e == cudaSuccess) e = cudaGetDevice(&device);
-  if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  const cudaError_t e = resident_ctas(reinterpret_cast<const void*>(kernel), dequant::kGroupedThreads, &resident);
   if (e != cudaSuccess) return cuda_status("dequantize", e);
-  const bool fast_memory = COLWISE && memory_gbps_per_sm(device, sms) > kFewerColumnCtasGbpsPerSm;
+  const bool fast_memory = COLWISE && memory_gbps_per_sm() > kFewerColumnCtasGbpsPerSm;
   return launch_strips(kernel, p, strip, COLWISE ? T::rows : T::cols,
                        vector_ctas_per_strip(COLWISE, num::ceil_div(p.R, strip), resident, fast_memory), stream);
 }

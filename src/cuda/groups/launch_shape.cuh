@@ -9,20 +9,26 @@
 
 namespace mxq::cuda {
 
-// Peak HBM bandwidth per SM in GB/s: memory clock (kHz) x 2 transfers x bus width (bits) / 8.
-// Cached per device: the memory clock query took 0.4-0.6 ms per call on an H200, more than the
-// whole op at 16384 tokens.
-inline int64_t memory_gbps_per_sm(int device, int sms) {
+// Peak HBM bandwidth per SM of the current device in GB/s: memory clock (kHz) x 2 transfers x bus
+// width (bits) / 8 / SMs; 0 when unknown. Cached per device: the memory clock query took 0.4-0.6 ms
+// per call on an H200, more than the whole op at 16384 tokens.
+inline int64_t memory_gbps_per_sm() {
   static std::atomic<int64_t> cached[64];  // value + 1; 0: not queried yet
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();
+    return 0;
+  }
   const bool cacheable = device >= 0 && device < 64;
   if (cacheable) {
     const int64_t known = cached[device].load(std::memory_order_relaxed);
     if (known > 0) return known - 1;
   }
-  int khz = 0, bits = 0;
+  int khz = 0, bits = 0, sms = 0;
   int64_t gbps = 0;  // unknown: as the H100
   if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess &&
-      cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess && sms > 0) {
+      cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess && sms > 0) {
     gbps = int64_t{khz} * 2 * bits / 8 / 1000000 / sms;
   } else {
     cudaGetLastError();

@@ -124,7 +124,7 @@ Status launch(GroupedProblem p, cudaStream_t stream) {
       return launch_rows<In, Fmt, kRule>(p, input_row_tiles * p.tiles_k, stream);
     }
   }
-  const bool both_one_tile = ROW && COL && memory_gbps_per_sm(device, sms) <= kBothOneTileGbpsPerSm;
+  const bool both_one_tile = ROW && COL && memory_gbps_per_sm() <= kBothOneTileGbpsPerSm;
   p.strip_tiles = choose_strip(both_one_tile, p.tile_rows, p.tiles_k, slots);
   p.strip_stride = num::ceil_div(p.tile_rows, int64_t{p.strip_tiles});
   p.order = quant::TileOrder(static_cast<uint32_t>(p.strip_stride), static_cast<uint32_t>(p.tiles_k),
