@@ -116,7 +116,8 @@ void add_groups(const CaseSizes& s, std::vector<BenchCase>& out) {
         for (const BenchCase& c : {rowwise, fused, colwise, both}) out.push_back(at(c, shape));
       }
     }
-  // Dequantize of the grouped layouts: per-group rowwise scales, colwise K-groups padded.
+  // Dequantize of the grouped layouts: per-group rowwise scales, colwise K-groups padded, and
+  // unpadded with sizes that are multiples of 32 (SPEC.md's rule for unpadded groups along K).
   for (const BenchShape& shape : s.dequantize)
     for (Format f : {Format::mxfp8, Format::mxfp4, Format::nvfp4})
       for (Direction d : {Direction::rowwise, Direction::colwise}) {
@@ -125,6 +126,11 @@ void add_groups(const CaseSizes& s, std::vector<BenchCase>& out) {
         c.groups = 8;
         if (d == Direction::colwise) c.pad_colwise = kGroupAlignment;
         out.push_back(at(c, shape));
+        if (d == Direction::colwise) {
+          c.pad_colwise = 0;
+          c.group_multiple = 32;
+          out.push_back(at(c, shape));
+        }
       }
   // Graph replays of the grouped ops MoE layers capture (offsets stay on the device).
   if (!s.graph.empty() && !s.group_tokens.empty()) {
@@ -288,6 +294,7 @@ std::string detail_string(const BenchCase& c) {
     add(c.amax_given ? "amax=given" : "amax=computed");
   if (c.amax_out) add("amax=out");
   if (c.groups > 0) add("G=", c.groups);
+  if (c.group_multiple > 1) add("sizes%", c.group_multiple);
   if (c.alignment > 0) add("A=", c.alignment);
   if (c.pad_rowwise > 0) add("padR=", c.pad_rowwise);
   if (c.pad_colwise > 0) add("padC=", c.pad_colwise);

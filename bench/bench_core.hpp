@@ -26,6 +26,7 @@ struct BenchCase {
   ScaleLayout layout = ScaleLayout::blocked;
   ScaleRule rule = ScaleRule::rceil;
   int32_t groups = 0;       // token groups G along rows (2-D only), jagged sizes; 0: none
+  int32_t group_multiple = 1;  // the jagged ends cut at multiples of this (the last one at the rows)
   int32_t pad_rowwise = 0;  // quantize: fused padding of the rowwise data (QuantizeGroups)
   int32_t pad_colwise = 0;  // quantize: padding of the colwise data (K-groups)
   int32_t alignment = 0;    // pad / unpad

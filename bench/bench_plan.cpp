@@ -43,7 +43,7 @@ T* upload(OpPlan& plan, BenchDevice& device, const std::vector<T>& host) {
 
 TokenGroups group_ends(OpPlan& plan, BenchDevice& device, const BenchCase& c) {
   if (c.groups == 0) return {};
-  return {upload(plan, device, jagged_group_ends(c.rows, c.groups)), c.groups};
+  return {upload(plan, device, jagged_group_ends(c.rows, c.groups, c.group_multiple)), c.groups};
 }
 
 TensorView view(const BenchCase& c, const void* data, DType t) {
@@ -189,7 +189,7 @@ Status plan_amax(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
 
 }  // namespace
 
-std::vector<int32_t> jagged_group_ends(int64_t rows, int32_t groups) {
+std::vector<int32_t> jagged_group_ends(int64_t rows, int32_t groups, int32_t multiple) {
   std::vector<double> weights(groups);
   double total = 0;
   for (int32_t g = 0; g < groups; ++g) {
@@ -201,7 +201,8 @@ std::vector<int32_t> jagged_group_ends(int64_t rows, int32_t groups) {
   double cumulative = 0;
   for (int32_t g = 0; g < groups; ++g) {
     cumulative += weights[g];
-    ends[g] = static_cast<int32_t>(static_cast<double>(rows) * cumulative / total);
+    const auto end = static_cast<int32_t>(static_cast<double>(rows) * cumulative / total);
+    ends[g] = end - end % multiple;
   }
   if (groups > 0) ends.back() = static_cast<int32_t>(rows);
   return ends;

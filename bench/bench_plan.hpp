@@ -24,6 +24,6 @@ Status make_plan(const BenchCase& c, BenchDevice& device, OpPlan* plan);
 
 // Jagged token-group end offsets over `rows` (deterministic): sizes vary around rows / groups,
 // mostly not multiples of 32, and sum to rows.
-std::vector<int32_t> jagged_group_ends(int64_t rows, int32_t groups);
+std::vector<int32_t> jagged_group_ends(int64_t rows, int32_t groups, int32_t multiple = 1);
 
 }  // namespace mxq::bench

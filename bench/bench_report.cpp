@@ -109,6 +109,7 @@ std::string to_json(const BenchEnvironment& env, const std::vector<BenchResult>&
     if (c.format == Format::nvfp4 && c.op == Op::quantize) j["amax_given"] = c.amax_given;
     if (c.op == Op::pad || c.op == Op::unpad) j["amax_out"] = c.amax_out;
     j["groups"] = c.groups;
+    j["group_multiple"] = c.group_multiple;
     j["pad_rowwise"] = c.pad_rowwise;
     j["pad_colwise"] = c.pad_colwise;
     j["alignment"] = c.alignment;

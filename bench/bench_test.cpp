@@ -122,6 +122,10 @@ TEST(BenchPlan, JaggedGroupsCoverAllRows) {
     EXPECT_TRUE(std::is_sorted(ends.begin(), ends.end()));
     EXPECT_GE(ends.front(), 0);
     if (g > 1) EXPECT_NE(ends[0], ends[1] - ends[0]) << "sizes should be jagged";
+    const std::vector<int32_t> cut = jagged_group_ends(131072 - 7, g, 32);
+    EXPECT_EQ(cut.back(), 131072 - 7);
+    EXPECT_TRUE(std::is_sorted(cut.begin(), cut.end()));
+    for (size_t i = 0; i + 1 < cut.size(); ++i) EXPECT_EQ(cut[i] % 32, 0) << i;
   }
 }
 

@@ -128,7 +128,9 @@ def dequant(rows):
     for r in rows:
         if r["op"] == "dequantize" and not r["graph"] and r["status"] == "ok":
             pad = r["pad_colwise"] if r["direction"] == "colwise" else r["pad_rowwise"]
-            groups = f"{r['groups']}" + (f", A = {pad}" if pad else "") if r["groups"] else "—"
+            multiple = r.get("group_multiple", 1)
+            groups = (f"{r['groups']}" + (f", A = {pad}" if pad else "") +
+                      (f", sizes × {multiple}" if multiple > 1 else "")) if r["groups"] else "—"
             print(f"| {shape_name(r['shape'])} | {r['format']} | {r['direction']} | {r['dtype']} | {groups} | "
                   f"{r['median_us']:.1f} | {r['ratio']:.3f} |")
 

@@ -104,13 +104,16 @@ __device__ __forceinline__ int64_t colwise_row_part(bool blocked, int64_t k, int
 
 // place[i] for the positions m0 + i of the strip, from one walk over the groups (thread i finds
 // position i's group by its data span). Every thread must call it; place is complete on return.
+// Returns (the same on every thread) whether a group of the strip starts or ends off a multiple
+// of 8 data rows, so that an octet of positions may straddle two groups.
 template <class Fmt, bool COLWISE, int Strip>
-__device__ void find_strip_places(const GroupedProblem& p, int64_t m0, ScalePlace (&place)[Strip],
+__device__ bool find_strip_places(const GroupedProblem& p, int64_t m0, ScalePlace (&place)[Strip],
                                   GroupChunkStorage<kGroupedThreads>& s) {
   static_assert(Strip <= kGroupedThreads, "a thread per position");
   const int t = threadIdx.x;
   const int64_t m = m0 + t, m_last = min(m0 + Strip, p.R) - 1;
   ScalePlace mine = {-1, 0};
+  bool off_octets = false;
   auto find = [&](const GroupChunk<kGroupedThreads>& c) {
     if (t < Strip && m <= m_last && m >= rows_part(c.chunk_padded_begin()) && m < rows_part(c.chunk_padded_end())) {
       // The first group whose data rows end past m: packed ends above m's last packed value.
@@ -118,6 +121,7 @@ __device__ void find_strip_places(const GroupedProblem& p, int64_t m0, ScalePlac
       const int64_t begin = c.padded_begin_of(j), end = c.padded_end_of(j);
       const int64_t units = units_part(end) - units_part(begin);
       mine = scale_place<Fmt, COLWISE>(p, m, m - rows_part(begin), units_part(begin), units);
+      off_octets = (rows_part(begin) | rows_part(end)) % 8 != 0;
     }
     return rows_part(c.chunk_padded_end()) <= m_last;
   };
@@ -125,7 +129,7 @@ __device__ void find_strip_places(const GroupedProblem& p, int64_t m0, ScalePlac
   for_each_group_chunk<kGroupedThreads, 1>(p.ends, p.G, p.M, RowsAndScaleUnits<Fmt, COLWISE>{p.pad, p.blocked}, s,
                                            find, &end, &packed_end);
   if (t < Strip) place[t] = mine;
-  __syncthreads();
+  return __syncthreads_or(off_octets);
 }
 
 // ---- per-element kernel ---------------------------------------------------------------------------
@@ -183,14 +187,36 @@ __global__ void __launch_bounds__(kGroupedThreads) dequantize_grouped_kernel(con
 // whose values are then replaced by 0 whatever s_dec is).
 constexpr uint32_t kNeutralScale = 0x38;  // E8M0 2^-71, UE4M3 1.0
 
+// Colwise, a strip where an octet of positions would straddle two groups (groups along K padded
+// to 1, 2 or 4, or unpadded and not multiples of 8, outside SPEC.md's multiple-of-32 rule):
+// element by element, coalesced along k, for equality with the cpu backend rather than speed. Not
+// inlined: it adds no registers to the octet path of its kernel.
+template <class Fmt, class Out, int Strip, int TileK>
+__device__ __noinline__ void colwise_strip_by_element(const GroupedProblem& p, int64_t m0,
+                                                      const ScalePlace (&place)[Strip], float s_dec) {
+  for (int64_t kt = blockIdx.y; kt < p.tiles_k; kt += gridDim.y) {
+    for (int e = threadIdx.x; e < Strip * TileK; e += blockDim.x) {
+      const int i = e / TileK;
+      const int64_t m = m0 + i, k = kt * TileK + e % TileK;
+      if (m < p.R && k < p.K) {
+        const float x = place[i].base >= 0 ? grouped_element<Fmt, true>(p, place[i], m, k, s_dec) : 0.0f;
+        Out::store(p.out, m * p.K + k, x);
+      }
+    }
+  }
+}
+
 // The vector kernel's tile (VectorTile) over the strip: rowwise T::rows data rows by T::cols code
 // columns per column tile, colwise T::cols positions (code columns) by T::rows code rows per tile.
 // grid.x: strips, grid.y: CTAs per strip, each taking every gridDim.y-th tile along K. Needs K a
-// multiple of 8, aligned octets and outputs, and colwise positions in octets of one group.
+// multiple of 8, aligned octets and outputs, and colwise R a multiple of 8 and, unless
+// kMayStraddle, groups that start and end on multiples of 8 (with kMayStraddle, the strips where
+// an octet of positions would straddle two groups take colwise_strip_by_element: a separate
+// instantiation, because the fallback cost the octet path 11-25 % in spilled registers).
 // Colwise is held to three CTAs per SM (80 registers; spills: 72 bytes for mxfp4 to bf16, 24 for
 // nvfp4 to fp16, none elsewhere): with the early octets and two CTAs per SM (99-106 registers) it
 // ran 0.69 instead of 0.80 of the copy at 32768 x 7168 (H100, mxfp8, same 8 CTAs per strip).
-template <class Fmt, class Out, bool COLWISE>
+template <class Fmt, class Out, bool COLWISE, bool kMayStraddle = false>
 __global__ void __launch_bounds__(kVectorThreads, COLWISE ? 3 : 1)
     dequantize_grouped_vector_kernel(const GroupedProblem p) {
   using T = VectorTile<Fmt, COLWISE>;
@@ -227,9 +253,15 @@ __global__ void __launch_bounds__(kVectorThreads, COLWISE ? 3 : 1)
   const bool here = m_first < p.R;
   Octet<Fmt> o[8];
   if (kEarly && here && first_k(blockIdx.y) < p.K) load_octets(first_k(blockIdx.y), o);
-  find_strip_places<Fmt, COLWISE, kStrip>(p, m0, place, s);
-  if (!here) return;
+  const bool off_octets = find_strip_places<Fmt, COLWISE, kStrip>(p, m0, place, s);
   const float s_dec = Fmt::nv ? p.s_dec[0] : 1.0f;
+  if constexpr (COLWISE && kMayStraddle) {
+    if (off_octets) {
+      colwise_strip_by_element<Fmt, Out, kStrip, T::rows>(p, m0, place, s_dec);
+      return;
+    }
+  }
+  if (!here) return;
   for (int64_t kt = blockIdx.y; kt < p.tiles_k; kt += gridDim.y) {
     const int64_t k0 = first_k(kt);
     if (k0 >= p.K) continue;

@@ -11,13 +11,15 @@
 namespace mxq::cuda {
 namespace {
 
-// Whether the vector kernel applies: whole aligned octets along K rowwise; colwise also octets
-// of positions inside one group, which padding to a multiple of 8 guarantees (every group and the
-// data rows R then start and end on multiples of 8).
+// Whether the vector kernel applies: whole aligned octets along K rowwise; colwise also whole
+// octets of positions (R a multiple of 8). Groups along K padded to a multiple of 8 start and end
+// on octets; others (padded to 1, 2 or 4, or unpadded, which SPEC.md asks to be multiples of 32)
+// take the instantiation whose strips convert element by element where a group starts or ends
+// off a multiple of 8.
 template <class Fmt>
 bool takes_vector_kernel(const dequant::GroupedProblem& p, bool colwise) {
-  return p.K % 8 == 0 && (!colwise || (p.pad > 0 && p.pad % 8 == 0)) &&
-         aligned_to(p.data, dequant::Octet<Fmt>::kBytes) && aligned_to(p.out, 16);
+  return p.K % 8 == 0 && (!colwise || p.R % 8 == 0) && aligned_to(p.data, dequant::Octet<Fmt>::kBytes) &&
+         aligned_to(p.out, 16);
 }
 
 // One kernel's grid: a row of CTAs per strip of `strip` positions along M, `ctas` (at most)
@@ -58,6 +60,18 @@ int64_t vector_ctas_per_strip(bool colwise, int64_t strips, int64_t resident, bo
   return std::max<int64_t>(16, num::ceil_div(8 * resident, strips));
 }
 
+// The vector kernel `kernel` (its direction: colwise) with its CTAs per strip.
+template <class Kernel>
+Status launch_vector(Kernel kernel, const dequant::GroupedProblem& p, bool colwise, int64_t strip, int64_t tile_k,
+                     cudaStream_t stream) {
+  int64_t resident = 0;
+  const cudaError_t e = resident_ctas(reinterpret_cast<const void*>(kernel), dequant::kGroupedThreads, &resident);
+  if (e != cudaSuccess) return cuda_status("dequantize", e);
+  const bool fast_memory = colwise && memory_gbps_per_sm() > kFewerColumnCtasGbpsPerSm;
+  return launch_strips(kernel, p, strip, tile_k,
+                       vector_ctas_per_strip(colwise, num::ceil_div(p.R, strip), resident, fast_memory), stream);
+}
+
 template <class Fmt, class Out, bool COLWISE>
 Status launch(const dequant::GroupedProblem& p, cudaStream_t stream) {
   if (!takes_vector_kernel<Fmt>(p, COLWISE)) {
@@ -65,14 +79,15 @@ Status launch(const dequant::GroupedProblem& p, cudaStream_t stream) {
                          dequant::kGroupedColumnCtas, stream);
   }
   using T = dequant::VectorTile<Fmt, COLWISE>;  // colwise: T::cols positions by T::rows code rows
-  const auto kernel = dequant::dequantize_grouped_vector_kernel<Fmt, Out, COLWISE>;
-  const int64_t strip = COLWISE ? T::cols : T::rows;
-  int64_t resident = 0;
-  const cudaError_t e = resident_ctas(reinterpret_cast<const void*>(kernel), dequant::kGroupedThreads, &resident);
-  if (e != cudaSuccess) return cuda_status("dequantize", e);
-  const bool fast_memory = COLWISE && memory_gbps_per_sm() > kFewerColumnCtasGbpsPerSm;
-  return launch_strips(kernel, p, strip, COLWISE ? T::rows : T::cols,
-                       vector_ctas_per_strip(COLWISE, num::ceil_div(p.R, strip), resident, fast_memory), stream);
+  const int64_t strip = COLWISE ? T::cols : T::rows, tile_k = COLWISE ? T::rows : T::cols;
+  if constexpr (COLWISE) {
+    if (p.pad % 8 != 0 || p.pad == 0) {  // padded to 1, 2 or 4, or unpadded
+      return launch_vector(dequant::dequantize_grouped_vector_kernel<Fmt, Out, true, true>, p, true, strip, tile_k,
+                           stream);
+    }
+  }
+  return launch_vector(dequant::dequantize_grouped_vector_kernel<Fmt, Out, COLWISE>, p, COLWISE, strip, tile_k,
+                       stream);
 }
 
 template <class Fmt, class Out>
