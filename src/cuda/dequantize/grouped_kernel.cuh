@@ -6,10 +6,12 @@
 //
 // Two kernels convert the strip, several CTAs sharing it (column tiles dealt round robin):
 // - the vector kernel (kernel.cuh's octets, eight per thread, 16-byte stores): 64-row strips
-//   rowwise; 128-position strips colwise, where octets of eight positions must not straddle a
-//   group: the direction pads to a multiple of 8 (the launcher checks).
+//   rowwise; 128-position strips colwise, where an octet of eight positions must not straddle two
+//   groups: groups padded to a multiple of 8 never do; otherwise (unpadded groups along K, padding
+//   to 1, 2 or 4) a second instantiation converts element by element the strips where one would.
 // - the per-element kernel, 32 x 32 elements at a time (colwise through shared memory), for
-//   everything else (odd widths, unaligned pointers, unpadded groups along K).
+//   everything else (rows that are not whole octets, colwise R not a multiple of 8, unaligned
+//   pointers).
 #pragma once
 #include <cstdint>
 
