@@ -136,10 +136,12 @@ __device__ bool find_strip_places(const GroupedProblem& p, int64_t m0, ScalePlac
 
 // ---- per-element kernel ---------------------------------------------------------------------------
 
-// Element (m, k) of the output, m = m0 + i a position of the strip that has a group.
+// Element (m, k) of the output at position m = m0 + i of the strip (`place`: the position's scale
+// place): 0 where the position has no group.
 template <class Fmt, bool COLWISE>
 __device__ __forceinline__ float grouped_element(const GroupedProblem& p, const ScalePlace& place, int64_t m,
                                                  int64_t k, float s_dec) {
+  if (place.base < 0) return 0.0f;
   const int64_t code_index = COLWISE ? k * p.R + m : m * p.K + k;
   const int64_t scale = place.base + (COLWISE ? colwise_row_part(p.blocked, k, place.k_step)
                                               : scale_column_part(p.blocked, k / Fmt::block));
@@ -161,17 +163,13 @@ __global__ void __launch_bounds__(kGroupedThreads) dequantize_grouped_kernel(con
       for (int i = ty; i < kTile; i += kRowsPerPass) {
         const int64_t m = m0 + i, k = k0 + tx;
         if (m < p.R && k < p.K) {
-          const ScalePlace& at = place[i];
-          Out::store(p.out, m * p.K + k, at.base >= 0 ? grouped_element<Fmt, false>(p, at, m, k, s_dec) : 0.0f);
+          Out::store(p.out, m * p.K + k, grouped_element<Fmt, false>(p, place[i], m, k, s_dec));
         }
       }
     } else {
       for (int i = ty; i < kTile; i += kRowsPerPass) {  // read along m (contiguous in the codes)
         const int64_t k = k0 + i, m = m0 + tx;
-        if (m < p.R && k < p.K) {
-          const ScalePlace& at = place[tx];
-          tile[i][tx] = at.base >= 0 ? grouped_element<Fmt, true>(p, at, m, k, s_dec) : 0.0f;
-        }
+        if (m < p.R && k < p.K) tile[i][tx] = grouped_element<Fmt, true>(p, place[tx], m, k, s_dec);
       }
       __syncthreads();
       for (int i = ty; i < kTile; i += kRowsPerPass) {  // write along k (contiguous in the output)
@@ -200,10 +198,7 @@ __device__ __noinline__ void colwise_strip_by_element(const GroupedProblem& p, i
     for (int e = threadIdx.x; e < Strip * TileK; e += blockDim.x) {
       const int i = e / TileK;
       const int64_t m = m0 + i, k = kt * TileK + e % TileK;
-      if (m < p.R && k < p.K) {
-        const float x = place[i].base >= 0 ? grouped_element<Fmt, true>(p, place[i], m, k, s_dec) : 0.0f;
-        Out::store(p.out, m * p.K + k, x);
-      }
+      if (m < p.R && k < p.K) Out::store(p.out, m * p.K + k, grouped_element<Fmt, true>(p, place[i], m, k, s_dec));
     }
   }
 }

@@ -60,16 +60,16 @@ int64_t vector_ctas_per_strip(bool colwise, int64_t strips, int64_t resident, bo
   return std::max<int64_t>(16, num::ceil_div(8 * resident, strips));
 }
 
-// The vector kernel `kernel` (its direction: colwise) with its CTAs per strip.
-template <class Kernel>
-Status launch_vector(Kernel kernel, const dequant::GroupedProblem& p, bool colwise, int64_t strip, int64_t tile_k,
+// The vector kernel `kernel` of direction COLWISE with its CTAs per strip.
+template <bool COLWISE, class Kernel>
+Status launch_vector(Kernel kernel, const dequant::GroupedProblem& p, int64_t strip, int64_t tile_k,
                      cudaStream_t stream) {
   int64_t resident = 0;
   const cudaError_t e = resident_ctas(reinterpret_cast<const void*>(kernel), dequant::kGroupedThreads, &resident);
   if (e != cudaSuccess) return cuda_status("dequantize", e);
-  const bool fast_memory = colwise && memory_gbps_per_sm() > kFewerColumnCtasGbpsPerSm;
+  const bool fast_memory = COLWISE && memory_gbps_per_sm() > kFewerColumnCtasGbpsPerSm;
   return launch_strips(kernel, p, strip, tile_k,
-                       vector_ctas_per_strip(colwise, num::ceil_div(p.R, strip), resident, fast_memory), stream);
+                       vector_ctas_per_strip(COLWISE, num::ceil_div(p.R, strip), resident, fast_memory), stream);
 }
 
 template <class Fmt, class Out, bool COLWISE>
@@ -82,12 +82,12 @@ Status launch(const dequant::GroupedProblem& p, cudaStream_t stream) {
   const int64_t strip = COLWISE ? T::cols : T::rows, tile_k = COLWISE ? T::rows : T::cols;
   if constexpr (COLWISE) {
     if (p.pad % 8 != 0 || p.pad == 0) {  // padded to 1, 2 or 4, or unpadded
-      return launch_vector(dequant::dequantize_grouped_vector_kernel<Fmt, Out, true, true>, p, true, strip, tile_k,
-                           stream);
+      return launch_vector<true>(dequant::dequantize_grouped_vector_kernel<Fmt, Out, true, true>, p, strip, tile_k,
+                                 stream);
     }
   }
-  return launch_vector(dequant::dequantize_grouped_vector_kernel<Fmt, Out, COLWISE>, p, COLWISE, strip, tile_k,
-                       stream);
+  return launch_vector<COLWISE>(dequant::dequantize_grouped_vector_kernel<Fmt, Out, COLWISE>, p, strip, tile_k,
+                                stream);
 }
 
 template <class Fmt, class Out>
