@@ -5,7 +5,7 @@
 // alone on up to 16 rounds of CTAs takes tiles of input rows instead: rows_kernel.cuh.)
 //
 // The grid is sized on the host from an upper bound: tile_rows = ceil(rows / 128) + G row tiles,
-// tiles_k column tiles. A CTA takes up to kMaxStrip row tiles, `stride` apart, at one column
+// tiles_k column tiles. A CTA takes up to kStripTiles row tiles, `stride` apart, at one column
 // tile, and walks the device-side offsets (group_tiles.cuh) once to find the groups of all of them
 // (a walk per tile cost a quarter of the speed). The CTAs take (strip, column tile) in the plain
 // kernel's TileOrder: the column tile varies fastest, over all column tiles for both directions
@@ -30,12 +30,13 @@ using quant::kThreads;
 using quant::kTileCols;
 static_assert(quant::kTileRows == kTileRows, "one tile height for the plain and the grouped kernels");
 
-// Most row tiles per CTA. H200, 131072 tokens x (2048 | 7168), G = 8 and 64, same run: strips of
+// Most row tiles per CTA in strips of the grid's bound (with strides from the typical row tiles, the
+// launcher's choose_strips, up to kStripTiles, most of them past the last group). H200, 131072 tokens x (2048 | 7168), G = 8 and 64, same run: strips of
 // at most 1 / 2 / 4 / 8 tiles gave colwise 0.87-0.90 / 0.91-0.92 / 0.87-0.90 / 0.82-0.86 of the
 // copy, both 0.81-0.84 / 0.88-0.90 / 0.84-0.87 / 0.77-0.82, rowwise 0.88-0.92 / 1.00 / 0.98-0.99
 // / 0.95-0.97.
 constexpr int kMaxStrip = 2;
-// Entries of the walk's per-tile storage (>= kMaxStrip). Sized for two strip tiles, the colwise
+// Entries of the walk's per-tile storage: the most row tiles a CTA takes. Sized for two tiles, the colwise
 // and both kernels measured 0.78-0.80 instead of 0.88-0.92 of the copy at 131072 x 2048 and
 // 0.77 instead of 0.89 at 16384 x 7168 (H200, same run, two repetitions; the register counts
 // were equal and the cause was not found), so the storage keeps eight.
@@ -49,7 +50,7 @@ struct GroupedProblem {
   int64_t row_scale_bytes = 0, col_scale_bytes = 0;  // whole buffers (quantize_sizes)
   int64_t k_rows_padded = 0;                         // Rp(K): rows of each group's colwise blocked matrix
   int64_t tiles_k = 0, tile_rows = 0;
-  int strip_tiles = 1;      // row tiles per CTA (<= kMaxStrip)
+  int strip_tiles = 1;      // row tiles per CTA (<= kStripTiles)
   int64_t strip_stride = 1; // row tiles between a CTA's tiles: the CTAs per column tile
   quant::TileOrder order;   // of the CTAs: strip_stride x tiles_k (rows kernel: tiles_m x tiles_k)
 };

@@ -64,18 +64,44 @@ GroupedProblem make_problem(const QuantizeArgs& a, const QuantizeSizes& sizes) {
 // faster in 15 of 16 cases (G = 64: 0.818 -> 0.853 at dim 1536, 0.840 -> 0.867 at dim 2048), the
 // other one 0.9 % slower (dim 7168, G = 64: 20 rounds, past this limit). Colwise alone gained up to
 // 2 % for G <= 16 but lost 3.5 % at G = 64 (dims 5120, 7168) and keeps the strips. Only where HBM
-// feeds each SM at most kBothOneTileGbpsPerSm: on an H200 (36 GB/s per SM against the H100's 25)
+// feeds each SM at most kFastMemoryGbpsPerSm: on an H200 (36 GB/s per SM against the H100's 25)
 // the same comparison, same binary, favoured the strips (16384 tokens, dims 1536-7168, G = 8-64:
 // 0-6 % faster, e.g. 0.768 -> 0.807 at dim 1536, G = 8; G = 1: 1-1.5 % slower).
 constexpr int64_t kBothOneTileRounds = 16;
-constexpr int64_t kBothOneTileGbpsPerSm = 30;
+constexpr int64_t kFastMemoryGbpsPerSm = 30;
 
-// both_one_tile: both directions on a device with at most kBothOneTileGbpsPerSm.
-int choose_strip(bool both_one_tile, int64_t tile_rows, int64_t tiles_k, int64_t slots) {
+// Strides from the typical row tiles, on fast memory, where many groups inflate the grid's bound
+// (at least 5/4 of ceil(rows / 128) + 1) and the strips take at least kTypicalStrideRounds rounds of
+// CTAs: the bound counts a partial tile for every group and the most padding, 208 row tiles at
+// 16384 tokens and G = 64 where the bench's jagged groups need about 156, so strips of the bound
+// make a third more CTAs than tiles need, each paying the walk and the prologue. With the stride of
+// the typical tiles a CTA takes up to kStripTiles, most of them past the last group (a share of the
+// zero bytes). H200, same run, three repetitions, 16384 tokens, G = 64: colwise +2.7 / +3.9 % at
+// dims 5120 / 7168 (0.818 -> 0.831, 0.831 -> 0.860), both +3.6 / +3.9 % (0.755 -> 0.782, 0.756 ->
+// 0.785), dim 2048 both +5.0 % and colwise -0.7 %; excluded by the rules: dim 1536 (2.4 rounds; the
+// CTAs with a third tile make a tail: -4 to -7 % at G = 8-64), G <= 16 (-1.5 to +2.8 %), 131072
+// tokens (-0.4 to +1.4 %), and the H100 (colwise -0.3 to -3.4 %, both -0.9 to +1.1 %).
+constexpr int64_t kTypicalStrideRounds = 3;
+
+struct Strips {
+  int tiles;       // row tiles per CTA, at most qgroup::kStripTiles
+  int64_t stride;  // row tiles between a CTA's tiles: the CTAs per column tile
+};
+
+// tile_rows: the grid's bound of row tiles; typical_rows: those of one group, ceil(rows / 128) + 1.
+Strips choose_strips(bool both, bool fast_memory, int64_t tile_rows, int64_t typical_rows, int64_t tiles_k,
+                     int64_t slots) {
   const int64_t tiles = tile_rows * tiles_k;
-  if (both_one_tile && tiles <= kBothOneTileRounds * slots) return 1;
-  constexpr int64_t kRounds = 1;
-  return static_cast<int>(std::clamp(tiles / (kRounds * slots), int64_t{1}, int64_t{qgroup::kMaxStrip}));
+  const int strip = both && !fast_memory && tiles <= kBothOneTileRounds * slots
+                        ? 1
+                        : static_cast<int>(std::clamp(tiles / slots, int64_t{1}, int64_t{qgroup::kMaxStrip}));
+  const int64_t stride = num::ceil_div(tile_rows, int64_t{strip});
+  if (fast_memory && 4 * tile_rows >= 5 * typical_rows && stride * tiles_k >= kTypicalStrideRounds * slots) {
+    const int64_t typical = std::max(num::ceil_div(typical_rows, int64_t{strip}),
+                                     num::ceil_div(tile_rows, int64_t{qgroup::kStripTiles}));
+    return {static_cast<int>(num::ceil_div(tile_rows, typical)), typical};
+  }
+  return {strip, stride};
 }
 
 // The grid of one launch for the directions ROW / COL of p: the rows of the tile bound come from
@@ -124,9 +150,10 @@ Status launch(GroupedProblem p, cudaStream_t stream) {
       return launch_rows<In, Fmt, kRule>(p, input_row_tiles * p.tiles_k, stream);
     }
   }
-  const bool both_one_tile = ROW && COL && memory_gbps_per_sm() <= kBothOneTileGbpsPerSm;
-  p.strip_tiles = choose_strip(both_one_tile, p.tile_rows, p.tiles_k, slots);
-  p.strip_stride = num::ceil_div(p.tile_rows, int64_t{p.strip_tiles});
+  const Strips strips = choose_strips(ROW && COL, memory_gbps_per_sm() > kFastMemoryGbpsPerSm, p.tile_rows,
+                                      num::ceil_div(p.tile.M, int64_t{qgroup::kTileRows}) + 1, p.tiles_k, slots);
+  p.strip_tiles = strips.tiles;
+  p.strip_stride = strips.stride;
   p.order = quant::TileOrder(static_cast<uint32_t>(p.strip_stride), static_cast<uint32_t>(p.tiles_k),
                              quant::tile_order_band<T, ROW, COL>(p.tiles_k));
   const int64_t ctas = p.strip_stride * p.tiles_k;
