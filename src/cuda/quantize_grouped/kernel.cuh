@@ -30,11 +30,11 @@ using quant::kThreads;
 using quant::kTileCols;
 static_assert(quant::kTileRows == kTileRows, "one tile height for the plain and the grouped kernels");
 
-// Most row tiles per CTA in strips of the grid's bound (with strides from the typical row tiles, the
-// launcher's choose_strips, up to kStripTiles, most of them past the last group). H200, 131072 tokens x (2048 | 7168), G = 8 and 64, same run: strips of
-// at most 1 / 2 / 4 / 8 tiles gave colwise 0.87-0.90 / 0.91-0.92 / 0.87-0.90 / 0.82-0.86 of the
-// copy, both 0.81-0.84 / 0.88-0.90 / 0.84-0.87 / 0.77-0.82, rowwise 0.88-0.92 / 1.00 / 0.98-0.99
-// / 0.95-0.97.
+// Most row tiles per CTA in strips of the grid's bound (with strides from the typical row tiles,
+// the launcher's choose_strips, up to kStripTiles, most of them past the last group). H200, 131072
+// tokens x (2048 | 7168), G = 8 and 64, same run: strips of at most 1 / 2 / 4 / 8 tiles gave
+// colwise 0.87-0.90 / 0.91-0.92 / 0.87-0.90 / 0.82-0.86 of the copy, both 0.81-0.84 / 0.88-0.90 /
+// 0.84-0.87 / 0.77-0.82, rowwise 0.88-0.92 / 1.00 / 0.98-0.99 / 0.95-0.97.
 constexpr int kMaxStrip = 2;
 // Entries of the walk's per-tile storage: the most row tiles a CTA takes. Sized for two tiles, the colwise
 // and both kernels measured 0.78-0.80 instead of 0.88-0.92 of the copy at 131072 x 2048 and

@@ -76,11 +76,13 @@ constexpr int64_t kFastMemoryGbpsPerSm = 30;
 // 16384 tokens and G = 64 where the bench's jagged groups need about 156, so strips of the bound
 // make a third more CTAs than tiles need, each paying the walk and the prologue. With the stride of
 // the typical tiles a CTA takes up to kStripTiles, most of them past the last group (a share of the
-// zero bytes). H200, same run, three repetitions, 16384 tokens, G = 64: colwise +2.7 / +3.9 % at
-// dims 5120 / 7168 (0.818 -> 0.831, 0.831 -> 0.860), both +3.6 / +3.9 % (0.755 -> 0.782, 0.756 ->
-// 0.785), dim 2048 both +5.0 % and colwise -0.7 %; excluded by the rules: dim 1536 (2.4 rounds; the
-// CTAs with a third tile make a tail: -4 to -7 % at G = 8-64), G <= 16 (-1.5 to +2.8 %), 131072
-// tokens (-0.4 to +1.4 %), and the H100 (colwise -0.3 to -3.4 %, both -0.9 to +1.1 %).
+// zero bytes). H200, 16384 tokens, G = 64, same run against the bound's strips, three repetitions:
+// colwise +3.1 / +3.6 % at dims 5120 / 7168 (0.812 -> 0.837, 0.832 -> 0.860), both +5.2 / +3.6 /
+// +3.9 % at dims 2048 / 5120 / 7168 (0.729 -> 0.759, 0.752 -> 0.778, 0.754 -> 0.785), colwise at
+// dim 2048 -0.6 %. An earlier run applied it everywhere; what the rules exclude measured: dim
+// 1536 (2.4 rounds: the CTAs with a third tile made a tail, -4 to -7 % at G = 8-64), G <= 16 (-1.5
+// to +2.8 %), 131072 tokens (-0.4 to +1.4 %) and the H100 (colwise -0.3 to -3.4 %, both -0.9 to
+// +1.1 %).
 constexpr int64_t kTypicalStrideRounds = 3;
 
 struct Strips {
