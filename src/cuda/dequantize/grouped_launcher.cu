@@ -46,13 +46,12 @@ Status launch_strips(Kernel kernel, dequant::GroupedProblem p, int64_t strip, in
 //   against 0.70 with 16 and 0.77 with 32; 16 at 32768 x 7168 mxfp4 0.80 against 0.78 with 32 and
 //   56, mxfp8 0.85 / 0.87 / 0.84; 2 / 4 / 8 CTAs were slower everywhere (65536 x 2048 mxfp4 0.75 /
 //   - / 0.79 with 2 / 16): a colwise tile of 128 code rows is long, many short CTAs even out.
-//   Where HBM feeds an SM faster (above kFewerColumnCtasGbpsPerSm) the walk weighs more against a
-//   tile: at least 4 CTAs or 4 rounds. H200 (36 GB/s per SM), same run, mxfp4, 4 / 6 / 16 CTAs per
-//   strip, [this rule's count]: 65536 x 2048 0.62 / 0.64 / 0.58 [4], 131072 x 2048 0.64 / 0.64 /
-//   0.58 [4], 32768 x 7168 0.61 / 0.66 / 0.64 [7; 8: 0.63], 16384 x 1536 0.59 / 0.67 / 0.63 [12:
-//   0.63], 8192 x 2048 0.69 / 0.68 / 0.65 [16], 4096 x 7168 0.40 / 0.56 / 0.62 [47; 56: 0.63].
-constexpr int64_t kFewerColumnCtasGbpsPerSm = 30;
-
+//   Where HBM feeds an SM faster (above kFastMemoryGbpsPerSm, launch_shape.cuh) the walk weighs
+//   more against a tile: at least 4 CTAs or 4 rounds. H200 (36 GB/s per SM), same run, mxfp4, 4 / 6
+//   / 16 CTAs per strip, [this rule's count]: 65536 x 2048 0.62 / 0.64 / 0.58 [4], 131072 x 2048
+//   0.64 / 0.64 / 0.58 [4], 32768 x 7168 0.61 / 0.66 / 0.64 [7; 8: 0.63], 16384 x 1536 0.59 / 0.67
+//   / 0.63 [12: 0.63], 8192 x 2048 0.69 / 0.68 / 0.65 [16], 4096 x 7168 0.40 / 0.56 / 0.62 [47; 56:
+//   0.63].
 int64_t vector_ctas_per_strip(bool colwise, int64_t strips, int64_t resident, bool fast_memory) {
   strips = std::max<int64_t>(strips, 1);
   if (!colwise) return resident / strips;
@@ -67,7 +66,7 @@ Status launch_vector(Kernel kernel, const dequant::GroupedProblem& p, int64_t st
   int64_t resident = 0;
   const cudaError_t e = resident_ctas(reinterpret_cast<const void*>(kernel), dequant::kGroupedThreads, &resident);
   if (e != cudaSuccess) return cuda_status("dequantize", e);
-  const bool fast_memory = COLWISE && memory_gbps_per_sm() > kFewerColumnCtasGbpsPerSm;
+  const bool fast_memory = COLWISE && fast_memory_per_sm();
   return launch_strips(kernel, p, strip, tile_k,
                        vector_ctas_per_strip(COLWISE, num::ceil_div(p.R, strip), resident, fast_memory), stream);
 }

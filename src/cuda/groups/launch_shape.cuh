@@ -37,6 +37,12 @@ inline int64_t memory_gbps_per_sm() {
   return gbps;
 }
 
+// Above this peak HBM bandwidth per SM (the H200: 36 GB/s; the H100: 25) a CTA's fixed costs, the
+// walk over the groups above all, weigh more against its tiles: the grouped launchers take fewer,
+// longer CTAs there (their comments give the measurements).
+constexpr int64_t kFastMemoryGbpsPerSm = 30;
+inline bool fast_memory_per_sm() { return memory_gbps_per_sm() > kFastMemoryGbpsPerSm; }
+
 // CTAs of `kernel` (threads each, no dynamic shared memory) resident on the current device at once.
 inline cudaError_t resident_ctas(const void* kernel, int threads, int64_t* ctas) {
   int device = 0, sms = 0, per_sm = 0;

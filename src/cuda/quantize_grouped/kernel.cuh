@@ -36,10 +36,10 @@ static_assert(quant::kTileRows == kTileRows, "one tile height for the plain and 
 // colwise 0.87-0.90 / 0.91-0.92 / 0.87-0.90 / 0.82-0.86 of the copy, both 0.81-0.84 / 0.88-0.90 /
 // 0.84-0.87 / 0.77-0.82, rowwise 0.88-0.92 / 1.00 / 0.98-0.99 / 0.95-0.97.
 constexpr int kMaxStrip = 2;
-// Entries of the walk's per-tile storage: the most row tiles a CTA takes. Sized for two tiles, the colwise
-// and both kernels measured 0.78-0.80 instead of 0.88-0.92 of the copy at 131072 x 2048 and
-// 0.77 instead of 0.89 at 16384 x 7168 (H200, same run, two repetitions; the register counts
-// were equal and the cause was not found), so the storage keeps eight.
+// Entries of the walk's per-tile storage: the most row tiles a CTA takes. Sized for two tiles, the
+// colwise and both kernels measured 0.78-0.80 instead of 0.88-0.92 of the copy at 131072 x 2048 and
+// 0.77 instead of 0.89 at 16384 x 7168 (H200, same run, two repetitions; the register counts were
+// equal and the cause was not found), so the storage keeps eight.
 constexpr int kStripTiles = 8;
 
 struct GroupedProblem {

@@ -64,11 +64,11 @@ GroupedProblem make_problem(const QuantizeArgs& a, const QuantizeSizes& sizes) {
 // faster in 15 of 16 cases (G = 64: 0.818 -> 0.853 at dim 1536, 0.840 -> 0.867 at dim 2048), the
 // other one 0.9 % slower (dim 7168, G = 64: 20 rounds, past this limit). Colwise alone gained up to
 // 2 % for G <= 16 but lost 3.5 % at G = 64 (dims 5120, 7168) and keeps the strips. Only where HBM
-// feeds each SM at most kFastMemoryGbpsPerSm: on an H200 (36 GB/s per SM against the H100's 25)
-// the same comparison, same binary, favoured the strips (16384 tokens, dims 1536-7168, G = 8-64:
-// 0-6 % faster, e.g. 0.768 -> 0.807 at dim 1536, G = 8; G = 1: 1-1.5 % slower).
+// feeds each SM at most kFastMemoryGbpsPerSm (launch_shape.cuh): on an H200 (36 GB/s per SM
+// against the H100's 25) the same comparison, same binary, favoured the strips (16384 tokens,
+// dims 1536-7168, G = 8-64: 0-6 % faster, e.g. 0.768 -> 0.807 at dim 1536, G = 8; G = 1: 1-1.5 %
+// slower).
 constexpr int64_t kBothOneTileRounds = 16;
-constexpr int64_t kFastMemoryGbpsPerSm = 30;
 
 // Strides from the typical row tiles, on fast memory, where many groups inflate the grid's bound
 // (at least 5/4 of ceil(rows / 128) + 1) and the strips take at least kTypicalStrideRounds rounds of
@@ -152,7 +152,7 @@ Status launch(GroupedProblem p, cudaStream_t stream) {
       return launch_rows<In, Fmt, kRule>(p, input_row_tiles * p.tiles_k, stream);
     }
   }
-  const Strips strips = choose_strips(ROW && COL, memory_gbps_per_sm() > kFastMemoryGbpsPerSm, p.tile_rows,
+  const Strips strips = choose_strips(ROW && COL, fast_memory_per_sm(), p.tile_rows,
                                       num::ceil_div(p.tile.M, int64_t{qgroup::kTileRows}) + 1, p.tiles_k, slots);
   p.strip_tiles = strips.tiles;
   p.strip_stride = strips.stride;
