@@ -59,16 +59,19 @@ GroupedProblem make_problem(const QuantizeArgs& a, const QuantizeSizes& sizes) {
 // was 2243 us when strips needed at least one round of CTAs against 2266 us at four rounds (both
 // directions 0.82 -> 0.85-0.87 at dims 1536 and 2048, G = 64 rowwise 0.80 -> 0.85; but rowwise at
 // 16384 x 1536, G = 8, 0.95 -> 0.91).
-// Both directions keep one tile per CTA up to kBothOneTileRounds rounds of CTAs: H100, same run,
+// Both directions keep one tile per CTA up to kOneTileRounds rounds of CTAs: H100, same run,
 // 16384 tokens, dims 1536-7168, G = 1-64, one-tile CTAs against two-tile strips: both 0.1-4.3 %
 // faster in 15 of 16 cases (G = 64: 0.818 -> 0.853 at dim 1536, 0.840 -> 0.867 at dim 2048), the
-// other one 0.9 % slower (dim 7168, G = 64: 20 rounds, past this limit). Colwise alone gained up to
-// 2 % for G <= 16 but lost 3.5 % at G = 64 (dims 5120, 7168) and keeps the strips. Only where HBM
-// feeds each SM at most kFastMemoryGbpsPerSm (launch_shape.cuh): on an H200 (36 GB/s per SM
-// against the H100's 25) the same comparison, same binary, favoured the strips (16384 tokens,
-// dims 1536-7168, G = 8-64: 0-6 % faster, e.g. 0.768 -> 0.807 at dim 1536, G = 8; G = 1: 1-1.5 %
-// slower).
-constexpr int64_t kBothOneTileRounds = 16;
+// other one 0.9 % slower (dim 7168, G = 64: 20 rounds, past this limit). Colwise alone takes one
+// tile per CTA too where the groups add less than a quarter to the row tiles of one group (G <= 16
+// at 16384 tokens): H100, same run against the strips, three repetitions, 16384 tokens, G = 1-16:
+// +1.2-1.9 % at dim 2048 (0.857 -> 0.877 at G = 8), +0.8-0.9 % at dims 5120 / 7168, equal at dim
+// 1536; with more groups it lost 3.5 % (G = 64, dims 5120 / 7168; sessions 9 and 15) and keeps
+// the strips. Only where HBM feeds each SM at most kFastMemoryGbpsPerSm (launch_shape.cuh): on an
+// H200 (36 GB/s per SM against the H100's 25) the same comparison for both directions, same
+// binary, favoured the strips (16384 tokens, dims 1536-7168, G = 8-64: 0-6 % faster, e.g. 0.768
+// -> 0.807 at dim 1536, G = 8; G = 1: 1-1.5 % slower).
+constexpr int64_t kOneTileRounds = 16;
 
 // Strides from the typical row tiles, on fast memory, where many groups inflate the grid's bound
 // (at least 5/4 of ceil(rows / 128) + 1) and the strips take at least kTypicalStrideRounds rounds of
@@ -94,11 +97,12 @@ struct Strips {
 Strips choose_strips(bool both, bool fast_memory, int64_t tile_rows, int64_t typical_rows, int64_t tiles_k,
                      int64_t slots) {
   const int64_t tiles = tile_rows * tiles_k;
-  const int strip = both && !fast_memory && tiles <= kBothOneTileRounds * slots
+  const bool few_groups = 4 * tile_rows < 5 * typical_rows;
+  const int strip = !fast_memory && tiles <= kOneTileRounds * slots && (both || few_groups)
                         ? 1
                         : static_cast<int>(std::clamp(tiles / slots, int64_t{1}, int64_t{qgroup::kMaxStrip}));
   const int64_t stride = num::ceil_div(tile_rows, int64_t{strip});
-  if (fast_memory && 4 * tile_rows >= 5 * typical_rows && stride * tiles_k >= kTypicalStrideRounds * slots) {
+  if (fast_memory && !few_groups && stride * tiles_k >= kTypicalStrideRounds * slots) {
     const int64_t typical = std::max(num::ceil_div(typical_rows, int64_t{strip}),
                                      num::ceil_div(tile_rows, int64_t{qgroup::kStripTiles}));
     return {static_cast<int>(num::ceil_div(tile_rows, typical)), typical};
