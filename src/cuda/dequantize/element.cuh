@@ -34,39 +34,42 @@ __device__ __forceinline__ void store16(void* p, uint32_t a, uint32_t b, uint32_
   asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(a), "r"(b), "r"(c), "r"(d) : "memory");
 }
 
-struct Bf16Out {
-  static __device__ __forceinline__ void store(void* out, int64_t i, float x) {
-    static_cast<uint16_t*>(out)[i] = num::float_to_bf16_rne(x);
-  }
-  // v[0..7] to elements i..i+7 (16-byte aligned).
+// The 16-bit outputs: `pack2` rounds two values into one word (the first in the low half),
+// `store8` eight values to elements i..i+7 (16-byte aligned).
+template <class Derived>
+struct HalfOut {
+  static constexpr int kBytes = 2;
   template <Known K>
   static __device__ __forceinline__ void store8(void* out, int64_t i, const float (&v)[8]) {
-    uint32_t w[4];
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      // prmt 0x7632: the high halves of the two words, v[2q] in the low half of the pair.
-      w[q] = __byte_perm(bf16_in_high_half<K>(v[2 * q]), bf16_in_high_half<K>(v[2 * q + 1]), 0x7632);
-    }
-    store16(static_cast<uint16_t*>(out) + i, w[0], w[1], w[2], w[3]);
+    store16(static_cast<uint16_t*>(out) + i, Derived::template pack2<K>(v[0], v[1]),
+            Derived::template pack2<K>(v[2], v[3]), Derived::template pack2<K>(v[4], v[5]),
+            Derived::template pack2<K>(v[6], v[7]));
   }
 };
 
-struct Fp16Out {
+struct Bf16Out : HalfOut<Bf16Out> {
+  static __device__ __forceinline__ void store(void* out, int64_t i, float x) {
+    static_cast<uint16_t*>(out)[i] = num::float_to_bf16_rne(x);
+  }
+  template <Known K>
+  static __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+    // prmt 0x7632: the high halves of the two words, lo's in the low half of the pair.
+    return __byte_perm(bf16_in_high_half<K>(lo), bf16_in_high_half<K>(hi), 0x7632);
+  }
+};
+
+struct Fp16Out : HalfOut<Fp16Out> {
   static __device__ __forceinline__ void store(void* out, int64_t i, float x) {
     static_cast<uint16_t*>(out)[i] = num::float_to_fp16_rne(x);
   }
   template <Known>
-  static __device__ __forceinline__ void store8(void* out, int64_t i, const float (&v)[8]) {
-    uint32_t w[4];
-#pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      w[q] = num::float_to_fp16_rne(v[2 * q]) | (static_cast<uint32_t>(num::float_to_fp16_rne(v[2 * q + 1])) << 16);
-    }
-    store16(static_cast<uint16_t*>(out) + i, w[0], w[1], w[2], w[3]);
+  static __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+    return num::float_to_fp16_rne(lo) | (static_cast<uint32_t>(num::float_to_fp16_rne(hi)) << 16);
   }
 };
 
 struct Fp32Out {
+  static constexpr int kBytes = 4;
   static __device__ __forceinline__ void store(void* out, int64_t i, float x) {
     static_cast<float*>(out)[i] = x;
   }

@@ -210,11 +210,13 @@ __device__ __noinline__ void colwise_strip_by_element(const GroupedProblem& p, i
 // kMayStraddle, groups that start and end on multiples of 8 (with kMayStraddle, the strips where
 // an octet of positions would straddle two groups take colwise_strip_by_element: a separate
 // instantiation, because the fallback cost the octet path 11-25 % in spilled registers).
-// Colwise is held to three CTAs per SM (80 registers; spills: 72 bytes for mxfp4 to bf16, 24 for
-// nvfp4 to fp16, none elsewhere): with the early octets and two CTAs per SM (99-106 registers) it
-// ran 0.69 instead of 0.80 of the copy at 32768 x 7168 (H100, mxfp8, same 8 CTAs per strip).
+// Colwise is held to four CTAs per SM for 16-bit outputs (64 registers, no spills, with the compact
+// conversion of kernel.cuh) and three otherwise (80 registers: fp32 outputs spill 4-24 bytes with
+// the fallback, 72-336 at four CTAs; the fallback's 16-bit instantiations measured 2-8 % slower at
+// four): with the early octets and two CTAs per SM (99-106 registers) it ran 0.69 instead of 0.80
+// of the copy at 32768 x 7168 (H100, mxfp8, same 8 CTAs per strip).
 template <class Fmt, class Out, bool COLWISE, bool kMayStraddle = false>
-__global__ void __launch_bounds__(kVectorThreads, COLWISE ? 3 : 1)
+__global__ void __launch_bounds__(kVectorThreads, COLWISE ? (Out::kBytes == 2 && !kMayStraddle ? 4 : 3) : 1)
     dequantize_grouped_vector_kernel(const GroupedProblem p) {
   using T = VectorTile<Fmt, COLWISE>;
   constexpr int kStrip = COLWISE ? T::cols : T::rows;
@@ -245,7 +247,9 @@ __global__ void __launch_bounds__(kVectorThreads, COLWISE ? 3 : 1)
   };
   // Rowwise, the first tile's codes are on their way while the CTA walks the groups (rows of no
   // group are still inside the data: their codes are loaded and dropped). Colwise, the octets
-  // held across the walk cost the third CTA per SM.
+  // held across the walk cost the third CTA per SM. (Rowwise with each tile's codes loaded while
+  // the one before is converted, 76-80 registers and three CTAs per SM: 2.5-21 % slower than one
+  // tile at a time with four, H200, 8192 x 2048 to 131072 x 2048.)
   constexpr bool kEarly = !COLWISE;
   const bool here = m_first < p.R;
   Octet<Fmt> o[8];
@@ -281,7 +285,7 @@ __global__ void __launch_bounds__(kVectorThreads, COLWISE ? 3 : 1)
       sb[j] = __ldg(p.scales + offset);
     }
     // Rowwise: output rows m_first + j at columns k0; colwise: output rows m_first + e at columns k0.
-    convert_and_store<Fmt, Out, COLWISE>(o, sb, s_dec, zero, p.out, m_first * p.K + k0, p.K, rows_here);
+    convert_and_store<Fmt, Out, COLWISE, true>(o, sb, s_dec, zero, p.out, m_first * p.K + k0, p.K, rows_here);
   }
 }
 

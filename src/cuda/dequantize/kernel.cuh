@@ -134,12 +134,19 @@ struct VectorTile {
   static_assert(!COLWISE || rows == kColTile, "square colwise tile");
 };
 
-template <class Out, Known K>
-__device__ __forceinline__ void store_transposed(void* out, int64_t first, int64_t row_stride, const float (&v)[8][8]) {
+// The 8 x 8 block v[octet][value]: rowwise, `rows` output rows first + j * row_stride of octet j;
+// colwise, output rows first + i * row_stride of the octets' i-th values.
+template <class Out, Known K, bool COLWISE>
+__device__ __forceinline__ void store_block(void* out, int64_t first, int64_t row_stride, int rows,
+                                            const float (&v)[8][8]) {
 #pragma unroll
   for (int i = 0; i < 8; ++i) {
-    const float column[8] = {v[0][i], v[1][i], v[2][i], v[3][i], v[4][i], v[5][i], v[6][i], v[7][i]};
-    Out::template store8<K>(out, first + i * row_stride, column);
+    if constexpr (COLWISE) {
+      const float column[8] = {v[0][i], v[1][i], v[2][i], v[3][i], v[4][i], v[5][i], v[6][i], v[7][i]};
+      Out::template store8<K>(out, first + i * row_stride, column);
+    } else if (i < rows) {
+      Out::template store8<K>(out, first + i * row_stride, v[i]);
+    }
   }
 }
 
@@ -154,13 +161,8 @@ __device__ __forceinline__ void zero_octets(uint32_t zero, float (&v)[8][8]) {
   }
 }
 
-// Rowwise: octet j converted and stored as output row first + j * row_stride (rows < 8 stores only
-// the first `rows`), one octet's eight values live at a time. The whole 8 x 8 block in registers,
-// which colwise needs for its transpose, held the grouped rowwise kernel at 109-128 registers (two
-// CTAs per SM) and the plain one at 80; one octet at a time, 56-79 and 45-52. H100, same run, two
-// repetitions, bf16 out: grouped rowwise +6.5 / +6.8 / +11 % at 8192 x 2048 (mxfp4 / mxfp8 /
-// nvfp4), -1.9 to +1.9 % at 32768 x 7168; plain rowwise +0.6 to +4.1 % at 8192 x 2048, -1.8 to
-// +2.7 % at 32768 x 7168.
+// Rowwise, compact: octet j converted and stored as output row first + j * row_stride (rows < 8
+// stores only the first `rows`), one octet's eight values live at a time.
 template <class Fmt, class Out, Known K, bool kFast>
 __device__ __forceinline__ void convert_rows(const Octet<Fmt> (&o)[8], const uint32_t (&sb)[8], float s_dec,
                                              uint32_t zero, void* out, int64_t first, int64_t row_stride,
@@ -181,34 +183,80 @@ __device__ __forceinline__ void convert_rows(const Octet<Fmt> (&o)[8], const uin
   }
 }
 
+// Colwise to a 16-bit output: octets 2q and 2q + 1 are converted together and their i-th values
+// rounded into word q of output row i at once, so that 32 words live instead of 64 floats and the
+// transpose costs no instruction beyond the packing.
+template <class Fmt, class Out, Known K, bool kFast>
+__device__ __forceinline__ void convert_transposed_halves(const Octet<Fmt> (&o)[8], const uint32_t (&sb)[8],
+                                                          float s_dec, uint32_t zero, void* out, int64_t first,
+                                                          int64_t row_stride) {
+  uint32_t w[8][4];  // [output row i][word q]
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    float v[2][8];
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int j = 2 * q + h;
+      if constexpr (kFast) {
+        fast_values(o[j], fast_factor<Fmt>(sb[j]), s_dec, v[h]);
+      } else {
+        reference_values(o[j], sb[j], s_dec, v[h]);
+      }
+      if ((zero >> j) & 1u) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) v[h][e] = 0.0f;
+      }
+    }
+#pragma unroll
+    for (int i = 0; i < 8; ++i) w[i][q] = Out::template pack2<K>(v[0][i], v[1][i]);
+  }
+#pragma unroll
+  for (int i = 0; i < 8; ++i) store16(static_cast<uint16_t*>(out) + first + i * row_stride, w[i][0], w[i][1], w[i][2], w[i][3]);
+}
+
 // A thread's eight octets o[j] (scale bytes sb[j]) to the output: rowwise, `rows` output rows
 // first + j * row_stride of eight values; colwise, transposed into eight output rows
 // first + i * row_stride of the eight octets' i-th values. Octets whose bit is set in `zero` come
 // out as 0 (their codes and scale bytes must still keep the fast path: zeros and a normal scale).
-template <class Fmt, class Out, bool COLWISE>
+// kCompact: rowwise one octet and colwise (16-bit outputs) two octets at a time instead of the
+// whole 8 x 8 block of floats. It holds the grouped kernels at 56-80 registers instead of
+// 109-128 rowwise (two CTAs per SM) and 80 with spills colwise, the plain ones at 45-64 instead of
+// 80-99. Same run against the block, three repetitions, bf16 out (8192 x 2048, 16384 x 1536,
+// 32768 x 7168; grouped rowwise on the H200 also 131072 x 2048): grouped rowwise +4.7-10 % on the
+// H100 and +5-20 % on the H200, except 32768 x 7168 on the H100 (-0.8 to +1.8 %) and nvfp4 from
+// 16384 x 1536 up (-3.7 to +0.5 %); grouped colwise -1.5 to +12 % padded, -0.4 to +4.3 %
+// unpadded; plain nvfp4 +2.4-11 % (H100) and +11-18 % (H200); plain mxfp8 and mxfp4 -0.2 to
+// -3.3 % (H100; mxfp4 colwise -0.5 to +2 %), so the plain kernel takes it for nvfp4 only.
+template <class Fmt, class Out, bool COLWISE, bool kCompact>
 __device__ __forceinline__ void convert_and_store(const Octet<Fmt> (&o)[8], const uint32_t (&sb)[8], float s_dec,
                                                   uint32_t zero, void* out, int64_t first, int64_t row_stride,
                                                   int rows) {
   const bool fast = all_fast(o, sb, s_dec);
-  if constexpr (!COLWISE) {
+  if constexpr (kCompact && !COLWISE) {
     if (fast) {
       convert_rows<Fmt, Out, kFastKnown<Fmt>, true>(o, sb, s_dec, zero, out, first, row_stride, rows);
     } else {
       convert_rows<Fmt, Out, Known::any, false>(o, sb, s_dec, zero, out, first, row_stride, rows);
     }
-    return;
-  }
-  float v[8][8];
-  if (fast) {
-#pragma unroll
-    for (int j = 0; j < 8; ++j) fast_values(o[j], fast_factor<Fmt>(sb[j]), s_dec, v[j]);
-    zero_octets(zero, v);
-    store_transposed<Out, kFastKnown<Fmt>>(out, first, row_stride, v);
+  } else if constexpr (kCompact && Out::kBytes == 2) {
+    if (fast) {
+      convert_transposed_halves<Fmt, Out, kFastKnown<Fmt>, true>(o, sb, s_dec, zero, out, first, row_stride);
+    } else {
+      convert_transposed_halves<Fmt, Out, Known::any, false>(o, sb, s_dec, zero, out, first, row_stride);
+    }
   } else {
+    float v[8][8];
+    if (fast) {
 #pragma unroll
-    for (int j = 0; j < 8; ++j) reference_values(o[j], sb[j], s_dec, v[j]);
-    zero_octets(zero, v);
-    store_transposed<Out, Known::any>(out, first, row_stride, v);
+      for (int j = 0; j < 8; ++j) fast_values(o[j], fast_factor<Fmt>(sb[j]), s_dec, v[j]);
+      zero_octets(zero, v);
+      store_block<Out, kFastKnown<Fmt>, COLWISE>(out, first, row_stride, rows, v);
+    } else {
+#pragma unroll
+      for (int j = 0; j < 8; ++j) reference_values(o[j], sb[j], s_dec, v[j]);
+      zero_octets(zero, v);
+      store_block<Out, Known::any, COLWISE>(out, first, row_stride, rows, v);
+    }
   }
 }
 
@@ -250,7 +298,7 @@ __global__ void __launch_bounds__(kVectorThreads) dequantize_vector_kernel(const
       }
       // Rowwise: output rows r0 + j at columns c0; colwise: output rows c0 + i at columns r0.
       const int64_t first = out_base + (COLWISE ? c0 * p.K + r0 : r0 * p.K + c0);
-      convert_and_store<Fmt, Out, COLWISE>(o, sb, s_dec, 0u, p.out, first, p.K, rows);
+      convert_and_store<Fmt, Out, COLWISE, Fmt::nv>(o, sb, s_dec, 0u, p.out, first, p.K, rows);
     }
   }
 }
