@@ -76,8 +76,9 @@ Status launch_vector(Kernel kernel, const dequant::GroupedProblem& p, int64_t st
   const cudaError_t e = resident_ctas(reinterpret_cast<const void*>(kernel), dequant::kGroupedThreads, &resident);
   if (e != cudaSuccess) return cuda_status("dequantize", e);
   const bool fast_memory = COLWISE && fast_memory_per_sm();
-  return launch_strips(kernel, p, strip, tile_k,
-                       vector_ctas_per_strip(COLWISE, num::ceil_div(p.R, strip), num::ceil_div(p.K, tile_k), resident, fast_memory), stream);
+  const int64_t ctas = vector_ctas_per_strip(COLWISE, num::ceil_div(p.R, strip), num::ceil_div(p.K, tile_k),
+                                             resident, fast_memory);
+  return launch_strips(kernel, p, strip, tile_k, ctas, stream);
 }
 
 template <class Fmt, class Out, bool COLWISE>

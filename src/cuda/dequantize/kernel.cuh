@@ -211,7 +211,9 @@ __device__ __forceinline__ void convert_transposed_halves(const Octet<Fmt> (&o)[
     for (int i = 0; i < 8; ++i) w[i][q] = Out::template pack2<K>(v[0][i], v[1][i]);
   }
 #pragma unroll
-  for (int i = 0; i < 8; ++i) store16(static_cast<uint16_t*>(out) + first + i * row_stride, w[i][0], w[i][1], w[i][2], w[i][3]);
+  for (int i = 0; i < 8; ++i) {
+    store16(static_cast<uint16_t*>(out) + first + i * row_stride, w[i][0], w[i][1], w[i][2], w[i][3]);
+  }
 }
 
 // A thread's eight octets o[j] (scale bytes sb[j]) to the output: rowwise, `rows` output rows
