@@ -150,14 +150,19 @@ __device__ __forceinline__ void store_block(void* out, int64_t first, int64_t ro
   }
 }
 
-// v[j] = 0 for the octets j whose bit is set in `zero`.
-__device__ __forceinline__ void zero_octets(uint32_t zero, float (&v)[8][8]) {
+// The values of octet j of o (scale bytes sb) by the fast path (kFast, the thread's octets passed
+// all_fast) or the numerics core; 0 when j's bit is set in `zero`.
+template <class Fmt, bool kFast>
+__device__ __forceinline__ void octet_values(const Octet<Fmt> (&o)[8], const uint32_t (&sb)[8], float s_dec,
+                                             uint32_t zero, int j, float (&v)[8]) {
+  if constexpr (kFast) {
+    fast_values(o[j], fast_factor<Fmt>(sb[j]), s_dec, v);
+  } else {
+    reference_values(o[j], sb[j], s_dec, v);
+  }
+  if ((zero >> j) & 1u) {
 #pragma unroll
-  for (int j = 0; j < 8; ++j) {
-    if ((zero >> j) & 1u) {
-#pragma unroll
-      for (int e = 0; e < 8; ++e) v[j][e] = 0.0f;
-    }
+    for (int e = 0; e < 8; ++e) v[e] = 0.0f;
   }
 }
 
@@ -170,15 +175,7 @@ __device__ __forceinline__ void convert_rows(const Octet<Fmt> (&o)[8], const uin
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     float v[8];
-    if constexpr (kFast) {
-      fast_values(o[j], fast_factor<Fmt>(sb[j]), s_dec, v);
-    } else {
-      reference_values(o[j], sb[j], s_dec, v);
-    }
-    if ((zero >> j) & 1u) {
-#pragma unroll
-      for (int e = 0; e < 8; ++e) v[e] = 0.0f;
-    }
+    octet_values<Fmt, kFast>(o, sb, s_dec, zero, j, v);
     if (j < rows) Out::template store8<K>(out, first + j * row_stride, v);
   }
 }
@@ -194,19 +191,8 @@ __device__ __forceinline__ void convert_transposed_halves(const Octet<Fmt> (&o)[
 #pragma unroll
   for (int q = 0; q < 4; ++q) {
     float v[2][8];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int j = 2 * q + h;
-      if constexpr (kFast) {
-        fast_values(o[j], fast_factor<Fmt>(sb[j]), s_dec, v[h]);
-      } else {
-        reference_values(o[j], sb[j], s_dec, v[h]);
-      }
-      if ((zero >> j) & 1u) {
-#pragma unroll
-        for (int e = 0; e < 8; ++e) v[h][e] = 0.0f;
-      }
-    }
+    octet_values<Fmt, kFast>(o, sb, s_dec, zero, 2 * q, v[0]);
+    octet_values<Fmt, kFast>(o, sb, s_dec, zero, 2 * q + 1, v[1]);
 #pragma unroll
     for (int i = 0; i < 8; ++i) w[i][q] = Out::template pack2<K>(v[0][i], v[1][i]);
   }
@@ -250,13 +236,11 @@ __device__ __forceinline__ void convert_and_store(const Octet<Fmt> (&o)[8], cons
     float v[8][8];
     if (fast) {
 #pragma unroll
-      for (int j = 0; j < 8; ++j) fast_values(o[j], fast_factor<Fmt>(sb[j]), s_dec, v[j]);
-      zero_octets(zero, v);
+      for (int j = 0; j < 8; ++j) octet_values<Fmt, true>(o, sb, s_dec, zero, j, v[j]);
       store_block<Out, kFastKnown<Fmt>, COLWISE>(out, first, row_stride, rows, v);
     } else {
 #pragma unroll
-      for (int j = 0; j < 8; ++j) reference_values(o[j], sb[j], s_dec, v[j]);
-      zero_octets(zero, v);
+      for (int j = 0; j < 8; ++j) octet_values<Fmt, false>(o, sb, s_dec, zero, j, v[j]);
       store_block<Out, Known::any, COLWISE>(out, first, row_stride, rows, v);
     }
   }
