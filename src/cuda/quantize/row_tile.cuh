@@ -148,11 +148,16 @@ __device__ __forceinline__ void quantize_row_passes(const BlockScaler<Fmt>& scal
   }
 }
 
-// All rowwise passes of this thread's chunk, L at a time.
-template <class In, class Fmt, class ChunkAt, class Out>
+// Called before each group of L passes with the group's index (nothing by default).
+struct NoGroupWait {
+  __device__ void operator()(int) const {}
+};
+
+// All rowwise passes of this thread's chunk, L at a time; before_group(g) runs before group g.
+template <class In, class Fmt, class ChunkAt, class Out, class BeforeGroup = NoGroupWait>
 __device__ __forceinline__ void quantize_rows(const Problem& p, const TileCoord& c, const BlockScaler<Fmt>& scaler,
                                               ChunkAt chunk_at, int row0, int chunk, const Out& out,
-                                              uint8_t* row_scale_tile) {
+                                              uint8_t* row_scale_tile, BeforeGroup before_group = {}) {
   using T = TileTraits<In, Fmt>;
   constexpr int L = T::lanes_per_block;
   static_assert(T::passes % L == 0, "passes come in groups of lanes_per_block");
@@ -163,6 +168,7 @@ __device__ __forceinline__ void quantize_rows(const Problem& p, const TileCoord&
   slot.col_real = c.k0 / T::block + chunk / L < p.row_scale_cols;
 #pragma unroll
   for (int first = 0; first < T::passes; first += L) {
+    before_group(first / L);
     quantize_row_passes<In, Fmt>(scaler, chunk_at, first, out, slot, c.row_rows);
   }
 }

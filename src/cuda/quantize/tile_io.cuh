@@ -91,11 +91,19 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(s), "l"(gmem) : "memory");
   }
 }
-__device__ __forceinline__ void cp_async_wait_all() { asm volatile("cp.async.wait_all;\n" ::: "memory"); }
-// cp_async_wait_all in two halves, so that work can go between them: the copies are committed
-// (started) first, then waited for.
+// The copies are committed (started) as groups, then waited for, so that work can go between.
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
 __device__ __forceinline__ void cp_async_wait_committed() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
+// Waits until at most n of this thread's commit groups are pending (n in 0..3, known at compile
+// time once the caller's loop is unrolled: one instruction).
+__device__ __forceinline__ void cp_async_wait_pending(int n) {
+  switch (n) {
+    case 0: asm volatile("cp.async.wait_group 0;\n" ::: "memory"); break;
+    case 1: asm volatile("cp.async.wait_group 1;\n" ::: "memory"); break;
+    case 2: asm volatile("cp.async.wait_group 2;\n" ::: "memory"); break;
+    default: asm volatile("cp.async.wait_group 3;\n" ::: "memory"); break;
+  }
+}
 
 // Loads this thread's chunks of the tile into registers (row0 + i * rows_per_pass, chunk).
 template <class T>
@@ -124,11 +132,14 @@ struct NoWork {
 // Copies the raw tile into shared memory, row-major with kTileCols elements per row (zeros
 // outside the tensor); the caller synchronises the CTA before reading it. The coordinates are read
 // once, before the copies: `c` may live in shared memory, and every cp.async clobbers memory.
-// kWait false: the caller waits for the copies (cp_async_wait_all) before its barrier. kFetch256:
-// cp_async_16's L2 prefetch hint. while_copying() runs after the copies are issued, before the wait.
-template <class T, bool kWait = true, bool kFetch256 = false, class Work = NoWork>
+// kWait false: the caller waits for the copies before reading them. kCommits: the copies go out as
+// that many commit groups of consecutive passes (the caller may wait for them one at a time with
+// cp_async_wait_pending). kFetch256: cp_async_16's L2 prefetch hint. while_copying() runs after
+// the copies are issued, before the wait.
+template <class T, bool kWait = true, bool kFetch256 = false, int kCommits = 1, class Work = NoWork>
 __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c, int chunk, int row0, uint4* staged,
                                            Work&& while_copying = {}) {
+  static_assert(T::passes % kCommits == 0 && kCommits <= 4, "whole passes per commit group, cp_async_wait_pending's range");
   using Raw = typename T::Raw;
   const Raw* in = static_cast<const Raw*>(p.in) + c.b * p.batch_stride;
   const int64_t k = c.k0 + chunk * T::vec;
@@ -140,8 +151,8 @@ __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c,
     for (int i = 0; i < T::passes; ++i) {
       const int row = row0 + i * T::rows_per_pass;
       cp_async_16<kFetch256>(&staged[row * T::chunks_per_row + chunk], src + i * pass_stride);
+      if ((i + 1) % (T::passes / kCommits) == 0) cp_async_commit();
     }
-    cp_async_commit();
     while_copying();
     if constexpr (kWait) cp_async_wait_committed();
   } else if (p.vec_in && k + T::vec <= p.K) {  // whole chunks: rows past in_rows are zero-filled
@@ -154,8 +165,8 @@ __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c,
       } else {
         *dst = make_uint4(0, 0, 0, 0);
       }
+      if ((i + 1) % (T::passes / kCommits) == 0) cp_async_commit();
     }
-    cp_async_commit();
     while_copying();
     if constexpr (kWait) cp_async_wait_committed();
   } else {
