@@ -139,7 +139,8 @@ struct NoWork {
 template <class T, bool kWait = true, bool kFetch256 = false, int kCommits = 1, class Work = NoWork>
 __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c, int chunk, int row0, uint4* staged,
                                            Work&& while_copying = {}) {
-  static_assert(T::passes % kCommits == 0 && kCommits <= 4, "whole passes per commit group, cp_async_wait_pending's range");
+  static_assert(T::passes % kCommits == 0 && kCommits <= 4,
+                "whole passes per commit group, at most cp_async_wait_pending's 3 pending + 1");
   using Raw = typename T::Raw;
   const Raw* in = static_cast<const Raw*>(p.in) + c.b * p.batch_stride;
   const int64_t k = c.k0 + chunk * T::vec;
