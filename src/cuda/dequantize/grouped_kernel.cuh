@@ -214,9 +214,20 @@ __device__ __noinline__ void colwise_strip_by_element(const GroupedProblem& p, i
 // conversion of kernel.cuh) and three otherwise (80 registers: fp32 outputs spill 4-24 bytes with
 // the fallback, 72-336 at four CTAs; the fallback's 16-bit instantiations measured 2-8 % slower at
 // four): with the early octets and two CTAs per SM (99-106 registers) it ran 0.69 instead of 0.80
-// of the copy at 32768 x 7168 (H100, mxfp8, same 8 CTAs per strip).
+// of the copy at 32768 x 7168 (H100, mxfp8, same 8 CTAs per strip). Rowwise FP4 to 16-bit outputs
+// is held to four as well (nvfp4 76-79 -> 61-63 registers, mxfp4 64-68 -> 62-63, no spills; a
+// thread's FP4 octets are 4-byte loads, so resident threads are what keeps bytes in flight):
+// same run, nvfp4 +2.7 to +21 % on the H200 (32768 x 7168: 0.69 -> 0.75) and -1.4 to +14 % on the
+// H100 (0.81 -> 0.86), mxfp4 within -0.6 to +2 %; the same bound made mxfp8 (56 -> 64 registers,
+// four CTAs either way) 1.5-2 % slower at small shapes on the H200.
 template <class Fmt, class Out, bool COLWISE, bool kMayStraddle = false>
-__global__ void __launch_bounds__(kVectorThreads, COLWISE ? (Out::kBytes == 2 && !kMayStraddle ? 4 : 3) : 1)
+constexpr int grouped_vector_min_ctas() {
+  if constexpr (COLWISE) return Out::kBytes == 2 && !kMayStraddle ? 4 : 3;
+  return Fmt::elem_bits == 4 && Out::kBytes == 2 ? 4 : 1;
+}
+
+template <class Fmt, class Out, bool COLWISE, bool kMayStraddle = false>
+__global__ void __launch_bounds__(kVectorThreads, (grouped_vector_min_ctas<Fmt, Out, COLWISE, kMayStraddle>()))
     dequantize_grouped_vector_kernel(const GroupedProblem p) {
   using T = VectorTile<Fmt, COLWISE>;
   constexpr int kStrip = COLWISE ? T::cols : T::rows;
