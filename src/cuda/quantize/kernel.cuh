@@ -20,6 +20,7 @@
 // joins them into one tile and the plain kernel.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "col_tile.cuh"
 #include "row_tile.cuh"
@@ -123,19 +124,17 @@ __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord&
     // +0.1-1.3 %; mxfp8 both gained up to 1.9 % at 16384 tokens but lost up to 0.7 % at 131072, so
     // it waits for the whole tile first.
     constexpr bool kRowsAsTheyLand = ROW && T::elem_bits == 4;
-    constexpr int kCommits = kRowsAsTheyLand ? T::passes / T::lanes_per_block : 1;
-    stage_tile<T, !kRowsAsTheyLand, kFetch256, kCommits>(p, c, chunk, row0, staged_tile, derive);
+    stage_tile<T, !kRowsAsTheyLand, kFetch256, kRowsAsTheyLand ? kRowPassGroups<T> : 1>(p, c, chunk, row0,
+                                                                                     staged_tile, derive);
     if constexpr (!kRowsAsTheyLand || kDerive) __syncthreads();
     take_derived();
     if constexpr (ROW) {
       const auto staged_chunk = [&](int i) {
         return staged_tile[(row0 + i * T::rows_per_pass) * T::chunks_per_row + chunk];
       };
-      const auto wait_group = [](int g) {
-        if constexpr (kRowsAsTheyLand) cp_async_wait_pending(kCommits - 1 - g);
-      };
+      using BeforeGroup = std::conditional_t<kRowsAsTheyLand, WaitForPassGroup<T>, NoGroupWait>;
       quantize_rows<In, Fmt>(p, c, scaler, staged_chunk, row0, chunk, tile_row_out<T>(p, c, row0, chunk),
-                             row_scale_tile, wait_group);
+                             row_scale_tile, BeforeGroup{});
       if constexpr (kRowsAsTheyLand) __syncthreads();  // every thread's copies have landed
     }
     uint8_t* out_tile = reinterpret_cast<uint8_t*>(staged_tile) + T::staged_tile_bytes;

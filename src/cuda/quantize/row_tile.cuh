@@ -153,6 +153,17 @@ struct NoGroupWait {
   __device__ void operator()(int) const {}
 };
 
+// A tile staged for quantize_rows as one cp.async commit group per group of passes it handles
+// together (stage_tile's kCommits): kRowPassGroups groups, and the wait before group g for this
+// thread's own copies of it. A thread's rowwise passes read only the chunks it copied, so no
+// barrier is needed between the wait and the pass.
+template <class T>
+constexpr int kRowPassGroups = T::passes / T::lanes_per_block;
+template <class T>
+struct WaitForPassGroup {
+  __device__ void operator()(int g) const { cp_async_wait_pending(kRowPassGroups<T> - 1 - g); }
+};
+
 // All rowwise passes of this thread's chunk, L at a time; before_group(g) runs before group g.
 template <class In, class Fmt, class ChunkAt, class Out, class BeforeGroup = NoGroupWait>
 __device__ __forceinline__ void quantize_rows(const Problem& p, const TileCoord& c, const BlockScaler<Fmt>& scaler,

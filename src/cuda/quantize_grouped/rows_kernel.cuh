@@ -143,8 +143,6 @@ grouped_rows_kernel(const GroupedProblem gp) {
   const int tid = threadIdx.x;
   const int chunk = tid % T::chunks_per_row;
   const int row0 = tid / T::chunks_per_row;
-  // One cp.async group per group of passes that quantize_rows handles together.
-  constexpr int kCommits = T::passes / T::lanes_per_block;
 
   const int64_t tile_end = c.m0 + kTileRows;
   const bool blocked = p.blocked, padded = gp.row_padded;
@@ -183,7 +181,7 @@ grouped_rows_kernel(const GroupedProblem gp) {
       ends = load_warp_ends(gp.walk);
       if (tid == 0) s.count = 0;
     }
-    quant::stage_tile<T, false, false, kCommits>(p, c, chunk, row0, staged_tile);
+    quant::stage_tile<T, false, false, quant::kRowPassGroups<T>>(p, c, chunk, row0, staged_tile);
     if (tid < 32) {
       __syncwarp();
       walk_groups_warp(gp.walk, ends, blockIdx.x == 0, collect, s.totals);
@@ -192,7 +190,7 @@ grouped_rows_kernel(const GroupedProblem gp) {
     if (tid == 0) s.count = 0;
     __syncthreads();
     walk_groups_block<kThreads>(gp.walk, blockIdx.x == 0, collect, s.max_scan, s.sum_scan, s.totals);
-    quant::stage_tile<T, false, false, kCommits>(p, c, chunk, row0, staged_tile);
+    quant::stage_tile<T, false, false, quant::kRowPassGroups<T>>(p, c, chunk, row0, staged_tile);
   }
   __syncthreads();
   map_rows();
@@ -206,9 +204,8 @@ grouped_rows_kernel(const GroupedProblem gp) {
   out.vec = c.k_full && p.vec_row_out;
   out.bytes = quant::row_chunk_bytes<T>(p, c, chunk);
   const auto chunk_at = [&](int i) { return staged_tile[(row0 + i * T::rows_per_pass) * T::chunks_per_row + chunk]; };
-  const auto wait_group = [](int g) { quant::cp_async_wait_pending(kCommits - 1 - g); };
   quant::quantize_rows<In, Fmt>(p, c, quant::batch_scaler<Fmt, kRule>(p, 0), chunk_at, row0, chunk, out, scales.row,
-                                wait_group);
+                                quant::WaitForPassGroup<T>{});
   __syncthreads();
   store_row_scales<T>(p, c, s.scale_row, scales.row, tid);
   zero_group_tails<T>(gp, c, s, tile_end, tid);
