@@ -80,6 +80,7 @@ __device__ __forceinline__ void store_row_codes(uint8_t* dst, uint64_t codes, bo
   if (vec) {
     store_vec<T::row_bytes_per_chunk>(dst, codes);
   } else {
+#pragma unroll 1
     for (int j = 0; j < bytes; ++j) dst[j] = static_cast<uint8_t>(codes >> (8 * j));
   }
 }

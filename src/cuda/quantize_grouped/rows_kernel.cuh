@@ -173,24 +173,26 @@ grouped_rows_kernel(const GroupedProblem gp) {
     s.out_row[tid] = out;
     s.scale_row[tid] = scale;
   };
-  if (gp.walk.G <= kWarpWalkGroups) {
-    // Warp 0 loads the offsets before the tile (an L2 hit queued behind the tile's copies would
-    // wait for them) and walks them while the copies are in flight.
-    WarpEnds ends;
-    if (tid < 32) {
-      ends = load_warp_ends(gp.walk);
-      if (tid == 0) s.count = 0;
-    }
-    quant::stage_tile<T, false, false, quant::kRowPassGroups<T>>(p, c, chunk, row0, staged_tile);
+  // The tile's copies go out before the walk, which runs while they are in flight. One call site
+  // of stage_tile: the kernel's code is walked once per CTA, and a second inlined copy of the
+  // staging (guarded paths included) made the hot path jump over 25 KB of cold code.
+  const bool warp_walk = gp.walk.G <= kWarpWalkGroups;
+  WarpEnds ends;
+  if (tid == 0) s.count = 0;
+  if (warp_walk && tid < 32) {
+    // Warp 0 loads the offsets before the tile: an L2 hit queued behind the tile's copies would
+    // wait for them.
+    ends = load_warp_ends(gp.walk);
+  }
+  quant::stage_tile<T, false, false, quant::kRowPassGroups<T>>(p, c, chunk, row0, staged_tile);
+  if (warp_walk) {
     if (tid < 32) {
       __syncwarp();
       walk_groups_warp(gp.walk, ends, blockIdx.x == 0, collect, s.totals);
     }
   } else {
-    if (tid == 0) s.count = 0;
-    __syncthreads();
+    __syncthreads();  // s.count
     walk_groups_block<kThreads>(gp.walk, blockIdx.x == 0, collect, s.max_scan, s.sum_scan, s.totals);
-    quant::stage_tile<T, false, false, quant::kRowPassGroups<T>>(p, c, chunk, row0, staged_tile);
   }
   __syncthreads();
   map_rows();
