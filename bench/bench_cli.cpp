@@ -13,6 +13,7 @@ const std::map<std::string, Op> kOps = {{"quantize", Op::quantize},
                                         {"pad", Op::pad},
                                         {"unpad", Op::unpad},
                                         {"amax", Op::amax}};
+const std::map<std::string, Flush> kFlushes = {{"write", Flush::write}, {"read", Flush::read}};
 const CLI::Validator kShapeText(
     [](std::string& text) {
       BenchShape shape;
@@ -44,6 +45,10 @@ void add_bench_options(CLI::App& app, BenchCli& cli) {
   app.add_flag("--quick", o.quick, "A few shapes only");
   app.add_flag("--graph-only", o.graph_only, "Only the CUDA-graph rows");
   app.add_flag("--no-graph", o.no_graph, "No CUDA-graph rows");
+  app.add_option("--flush", o.flush,
+                 "How the cache is emptied before each timed run: write (memset, default; the op also "
+                 "writes back its dirty lines) or read (the op starts on clean lines)")
+      ->transform(CLI::CheckedTransformer(kFlushes, CLI::ignore_case));
   app.add_option("--json", cli.json_path, "Also write the results as JSON to this file");
   app.add_flag("--list", cli.list, "Print the selected cases and exit");
 }

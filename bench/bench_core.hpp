@@ -39,6 +39,13 @@ struct BenchShape {
   int64_t batch = 1, rows = 0, cols = 0;
 };
 
+// How the cache is emptied before every timed run. write (the default, like torch / Triton
+// benchmarks): a memset of twice the cache, whose dirty lines the timed op then writes back
+// while it runs (up to the cache's size of extra DRAM writes, charged to the op and the copy
+// alike). read: a kernel that reads twice the cache, so that the timed op starts on clean lines
+// and its time is its own traffic only.
+enum class Flush : int32_t { write, read };
+
 struct BenchOptions {
   Backend backend = Backend::auto_;  // auto_: cuda when built with CUDA and a device is present
   int runs = 0;                      // timed runs per case; 0: 50 on cuda, 5 on cpu
@@ -51,6 +58,7 @@ struct BenchOptions {
   std::vector<BenchShape> shapes;    // replace the default shapes
   bool graph_only = false;           // only the CUDA-graph rows
   bool no_graph = false;             // no CUDA-graph rows
+  Flush flush = Flush::write;
 };
 
 enum class RowStatus : int32_t { ok, unsupported, error };
@@ -78,7 +86,8 @@ struct BenchEnvironment {
   std::string timer;            // "cuda events" or "wall clock"
   std::string note;             // e.g. why the CPU backend is benchmarked
   int64_t cache_bytes = 0;      // L2 (cuda) or last-level cache (cpu) as queried
-  int64_t flush_bytes = 0;      // bytes written between timed runs to evict it
+  int64_t flush_bytes = 0;      // bytes written (or read) between timed runs to evict it
+  Flush flush = Flush::write;
   int runs = 0, warmup = 0;
   std::string mxq_version;
 };

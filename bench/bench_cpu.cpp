@@ -69,13 +69,13 @@ class CpuDevice final : public BenchDevice {
       if (!st.ok()) return st;
     }
     for (int i = 0; i < options.runs; ++i) {
-      flush(i);
+      flush(i, options.flush);
       auto start = std::chrono::steady_clock::now();
       Status st = op();
       timings->op_us.push_back(elapsed_us(start));
       timings->host_us.push_back(timings->op_us.back());  // the cpu backend's call is the op
       if (!st.ok()) return st;
-      flush(i);
+      flush(i, options.flush);
       start = std::chrono::steady_clock::now();
       std::memcpy(dst.get(), src.get(), static_cast<size_t>(copy_bytes));
       timings->copy_us.push_back(elapsed_us(start));
@@ -84,11 +84,21 @@ class CpuDevice final : public BenchDevice {
   }
 
  private:
-  // Writing twice the last-level cache evicts the op's inputs and outputs of the previous run.
-  void flush(int run) { std::memset(flush_.data(), run & 0xFF, flush_.size()); }
+  // Writing (or reading) twice the last-level cache evicts the op's inputs and outputs of the
+  // previous run.
+  void flush(int run, Flush mode) {
+    if (mode == Flush::write) {
+      std::memset(flush_.data(), run & 0xFF, flush_.size());
+      return;
+    }
+    uint64_t sum = 0;
+    for (size_t i = 0; i < flush_.size(); i += 64) sum += flush_[i];
+    sink_ = sink_ + sum;
+  }
 
   int64_t cache_bytes_;
   std::vector<uint8_t> flush_;
+  volatile uint64_t sink_ = 0;  // keeps the reading flush
 };
 
 }  // namespace

@@ -1,6 +1,6 @@
 // The cuda backend's device: device memory on one non-blocking stream, CUDA-event timing of runs
-// queued whole behind a host gate (host_gate.hpp), an L2 flush (cudaMemsetAsync of twice the L2)
-// before every timed op and copy, optional CUDA graphs.
+// queued whole behind a host gate (host_gate.hpp), an L2 flush (a memset of twice the L2, or
+// a kernel reading it: --flush) before every timed op and copy, optional CUDA graphs.
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -88,6 +88,7 @@ class CudaDevice final : public BenchDevice {
     check(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
     flush_bytes_ = 2 * static_cast<int64_t>(std::max(props_.l2CacheSize, 1 << 20));
     flush_ = alloc(flush_bytes_);
+    check(cudaMemset(flush_, 0, static_cast<size_t>(flush_bytes_)), "cudaMemset");  // never all 0xFF: read_flush
   }
   ~CudaDevice() override {
     release(flush_);
@@ -160,7 +161,7 @@ class CudaDevice final : public BenchDevice {
       // The whole run is queued behind the closed gate, so host delays stay outside its events.
       check(static_cast<cudaError_t>(gate_.close(stream_)), "host gate");
       OpenOnExit open_gate(gate_);
-      flush();
+      flush(options.flush);
       check(cudaEventRecord(op_events.start(i), stream_), "cudaEventRecord");
       // The host's cost of the call: checks, launch configuration and the launches themselves
       // (the closed gate holds the stream, so the call does not wait for the queue).
@@ -170,7 +171,7 @@ class CudaDevice final : public BenchDevice {
           std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - host_start).count());
       check(cudaEventRecord(op_events.stop(i), stream_), "cudaEventRecord");
       if (!st.ok()) return st;
-      flush();
+      flush(options.flush);
       check(cudaEventRecord(copy_events.start(i), stream_), "cudaEventRecord");
       st = copy();
       check(cudaEventRecord(copy_events.stop(i), stream_), "cudaEventRecord");
@@ -190,8 +191,12 @@ class CudaDevice final : public BenchDevice {
   }
 
  private:
-  void flush() {
-    check(cudaMemsetAsync(flush_, 0x5A, static_cast<size_t>(flush_bytes_), stream_), "L2 flush");
+  void flush(Flush mode) {
+    if (mode == Flush::write) {
+      check(cudaMemsetAsync(flush_, 0x5A, static_cast<size_t>(flush_bytes_), stream_), "L2 flush");
+    } else {
+      check(static_cast<cudaError_t>(launch_read_flush(flush_, flush_bytes_, stream_)), "L2 flush");
+    }
   }
 
   cudaDeviceProp props_{};

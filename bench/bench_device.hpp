@@ -15,6 +15,7 @@ struct MeasureOptions {
   int runs = 0;
   int warmup = 0;
   bool graph = false;  // capture one op call in a CUDA graph, time its replays (the copy stays plain)
+  Flush flush = Flush::write;
 };
 
 struct Timings {

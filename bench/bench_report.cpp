@@ -47,8 +47,8 @@ void print_header(std::ostream& os, const BenchEnvironment& env) {
   os << "mxq " << env.mxq_version << " bench: backend " << to_string(env.backend) << " on "
      << env.device << "\n"
      << "timer: " << env.timer << ", median of " << env.runs << " runs after " << env.warmup
-     << " warm-up; cache " << (env.cache_bytes >> 10) << " KiB flushed by writing "
-     << (env.flush_bytes >> 10) << " KiB before every timed run\n"
+     << " warm-up; cache " << (env.cache_bytes >> 10) << " KiB flushed by "
+     << (env.flush == Flush::read ? "reading " : "writing ") << (env.flush_bytes >> 10) << " KiB before every timed run\n"
      << "GB/s = (input read + all outputs written) / median time; copy = same-run device copy of "
         "the same bytes; ratio = GB/s / copy GB/s; host µs = median time of the call on the host "
         "(queued, not waited for)\n";
@@ -91,6 +91,7 @@ std::string to_json(const BenchEnvironment& env, const std::vector<BenchResult>&
   if (!env.note.empty()) root["note"] = env.note;
   root["cache_bytes"] = env.cache_bytes;
   root["flush_bytes"] = env.flush_bytes;
+  root["flush"] = env.flush == Flush::read ? "read" : "write";
   root["runs"] = env.runs;
   root["warmup"] = env.warmup;
   nlohmann::ordered_json rows = nlohmann::ordered_json::array();

@@ -51,6 +51,7 @@ BenchRunner::BenchRunner(const BenchOptions& options) {
   env_.runs = options.runs > 0 ? options.runs : cuda ? kCudaRuns : kCpuRuns;
   env_.warmup = options.warmup >= 0 ? options.warmup : cuda ? kCudaWarmup : kCpuWarmup;
   env_.mxq_version = version();
+  env_.flush = options.flush;
   device_->describe(&env_);
 }
 
@@ -69,7 +70,7 @@ BenchResult BenchRunner::run_case(const BenchCase& c) {
       r.bytes_written = plan.bytes_written;
       if (st.ok())
         st = device_->measure(plan.call, r.bytes_read + r.bytes_written,
-                              {env_.runs, env_.warmup, c.graph}, &t);
+                              {env_.runs, env_.warmup, c.graph, env_.flush}, &t);
       device_->synchronize();
     }
     if (!st.ok()) {

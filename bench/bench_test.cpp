@@ -220,6 +220,25 @@ TEST(BenchRunner, TimesCpuCasesAndReportsUnsupportedRowsWithoutStopping) {
   EXPECT_EQ(json["results"][2]["bytes_read"], ok.bytes_read);
   EXPECT_DOUBLE_EQ(json["results"][2]["ratio"].get<double>(), ok.ratio);
   EXPECT_DOUBLE_EQ(json["results"][2]["host_median_us"].get<double>(), ok.host_us);
+  EXPECT_EQ(json["flush"], "write");
+}
+
+TEST(BenchRunner, FlushesByReadingWhenAsked) {
+  BenchOptions o;
+  o.backend = Backend::cpu;
+  o.runs = 2;
+  o.warmup = 0;
+  o.flush = Flush::read;
+  BenchRunner runner(o);
+  BenchCase c;
+  c.rows = 128;
+  c.cols = 256;
+  const BenchResult r = runner.run_case(c);
+  ASSERT_EQ(r.status, RowStatus::ok) << r.message;
+  std::ostringstream header;
+  print_header(header, runner.environment());
+  EXPECT_NE(header.str().find("flushed by reading"), std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(to_json(runner.environment(), {r}))["flush"], "read");
 }
 
 }  // namespace
