@@ -80,6 +80,8 @@ __device__ __forceinline__ void store_row_codes(uint8_t* dst, uint64_t codes, bo
   if (vec) {
     store_vec<T::row_bytes_per_chunk>(dst, codes);
   } else {
+    // Rolled: this edge-tile path sits after every pass, and unrolled it spread the passes' hot
+    // code (the rows kernel waited for instructions in a quarter of its stalls, cold).
 #pragma unroll 1
     for (int j = 0; j < bytes; ++j) dst[j] = static_cast<uint8_t>(codes >> (8 * j));
   }

@@ -174,8 +174,9 @@ grouped_rows_kernel(const GroupedProblem gp) {
     s.scale_row[tid] = scale;
   };
   // The tile's copies go out before the walk, which runs while they are in flight. One call site
-  // of stage_tile: the kernel's code is walked once per CTA, and a second inlined copy of the
-  // staging (guarded paths included) made the hot path jump over 25 KB of cold code.
+  // of stage_tile: each CTA runs this code once, straight through, and a second inlined copy of
+  // the staging (guarded paths included) put 25 KB of cold code inside its hot path (ncu, cold
+  // caches: 27 % of the stalls waiting for instructions, 31 -> 27 us at 16384 x 1536 without it).
   const bool warp_walk = gp.walk.G <= kWarpWalkGroups;
   WarpEnds ends;
   if (tid == 0) s.count = 0;
