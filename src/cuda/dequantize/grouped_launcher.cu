@@ -22,15 +22,16 @@ bool takes_vector_kernel(const dequant::GroupedProblem& p, bool colwise) {
          aligned_to(p.out, 16);
 }
 
-// One kernel's grid: a row of CTAs per strip of `strip` positions along M, `ctas` (at most)
-// CTAs sharing the strip's tiles of `tile_k` along K, each walking the groups once.
-template <class Kernel>
-Status launch_strips(Kernel kernel, dequant::GroupedProblem p, int64_t strip, int64_t tile_k, int64_t ctas,
-                     cudaStream_t stream) {
+// One kernel's grid: a row of CTAs per strip of `strip` positions along M, ctas_per_strip(strips,
+// tiles_k) (at most) CTAs sharing the strip's tiles_k tiles of `tile_k` along K, each walking the
+// groups once.
+template <class Kernel, class CtasPerStrip>
+Status launch_strips(Kernel kernel, dequant::GroupedProblem p, int64_t strip, int64_t tile_k,
+                     CtasPerStrip ctas_per_strip, cudaStream_t stream) {
   const int64_t strips = num::ceil_div(p.R, strip);
   p.tiles_k = num::ceil_div(p.K, tile_k);
   if (strips > 0x7FFFFFFF) return Status::error(Code::unsupported, "dequantize: more than 2^31 - 1 row strips");
-  const int64_t per_strip = std::max<int64_t>(1, std::min(ctas, p.tiles_k));
+  const int64_t per_strip = std::max<int64_t>(1, std::min(ctas_per_strip(strips, p.tiles_k), p.tiles_k));
   const dim3 grid(static_cast<unsigned>(strips), static_cast<unsigned>(per_strip));
   kernel<<<grid, dequant::kGroupedThreads, 0, stream>>>(p);
   return launch_status("dequantize");
@@ -76,16 +77,16 @@ Status launch_vector(Kernel kernel, const dequant::GroupedProblem& p, int64_t st
   const cudaError_t e = resident_ctas(reinterpret_cast<const void*>(kernel), dequant::kGroupedThreads, &resident);
   if (e != cudaSuccess) return cuda_status("dequantize", e);
   const bool fast_memory = COLWISE && fast_memory_per_sm();
-  const int64_t ctas = vector_ctas_per_strip(COLWISE, num::ceil_div(p.R, strip), num::ceil_div(p.K, tile_k),
-                                             resident, fast_memory);
-  return launch_strips(kernel, p, strip, tile_k, ctas, stream);
+  return launch_strips(kernel, p, strip, tile_k, [&](int64_t strips, int64_t tiles_k) {
+    return vector_ctas_per_strip(COLWISE, strips, tiles_k, resident, fast_memory);
+  }, stream);
 }
 
 template <class Fmt, class Out, bool COLWISE>
 Status launch(const dequant::GroupedProblem& p, cudaStream_t stream) {
   if (!takes_vector_kernel<Fmt>(p, COLWISE)) {
     return launch_strips(dequant::dequantize_grouped_kernel<Fmt, Out, COLWISE>, p, dequant::kTile, dequant::kTile,
-                         dequant::kGroupedColumnCtas, stream);
+                         [](int64_t, int64_t) { return int64_t{dequant::kGroupedColumnCtas}; }, stream);
   }
   using T = dequant::VectorTile<Fmt, COLWISE>;  // colwise: T::cols positions by T::rows code rows
   const int64_t strip = COLWISE ? T::cols : T::rows, tile_k = COLWISE ? T::rows : T::cols;

@@ -93,7 +93,6 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
 }
 // The copies are committed (started) as groups, then waited for, so that work can go between.
 __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;\n" ::: "memory"); }
-__device__ __forceinline__ void cp_async_wait_committed() { asm volatile("cp.async.wait_group 0;\n" ::: "memory"); }
 // Waits until at most n of this thread's commit groups are pending (n in 0..3, known at compile
 // time once the caller's loop is unrolled: one instruction).
 __device__ __forceinline__ void cp_async_wait_pending(int n) {
@@ -155,7 +154,7 @@ __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c,
       if ((i + 1) % (T::passes / kCommits) == 0) cp_async_commit();
     }
     while_copying();
-    if constexpr (kWait) cp_async_wait_committed();
+    if constexpr (kWait) cp_async_wait_pending(0);
   } else if (p.vec_in && k + T::vec <= p.K) {  // whole chunks: rows past in_rows are zero-filled
 #pragma unroll
     for (int i = 0; i < T::passes; ++i) {
@@ -169,7 +168,7 @@ __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c,
       if ((i + 1) % (T::passes / kCommits) == 0) cp_async_commit();
     }
     while_copying();
-    if constexpr (kWait) cp_async_wait_committed();
+    if constexpr (kWait) cp_async_wait_pending(0);
   } else {
 #pragma unroll
     for (int i = 0; i < T::passes; ++i) {
