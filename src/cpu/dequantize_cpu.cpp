@@ -18,8 +18,9 @@ Status dequantize_format(const DequantizeArgs& a) {
   const DirectionPlan plan = plan_direction(rowwise, a.params, a.groups, a.rows, a.cols);
   const int64_t K = a.cols;
   const int64_t R = plan.data_rows;
-  // Rows that belong to no group come out as 0.
-  std::memset(a.out, 0, static_cast<size_t>(a.batch * R * K * dtype_size(a.out_dtype)));
+  // Rows that belong to no group come out as 0 (an empty output may be null: no memset then).
+  const int64_t out_bytes = a.batch * R * K * dtype_size(a.out_dtype);
+  if (out_bytes > 0) std::memset(a.out, 0, static_cast<size_t>(out_bytes));
 
   const auto* data = static_cast<const uint8_t*>(a.data);
   for (int64_t b = 0; b < a.batch; ++b) {

@@ -10,8 +10,9 @@
 namespace mxq::cpu {
 
 // Converts n elements starting at element offset `first` of `data` (dtype `t`) to fp32; widening
-// is exact. memcpy: the pointer need not be aligned.
+// is exact. memcpy: the pointer need not be aligned. n = 0 reads nothing (data may then be null).
 inline void load_floats(const void* data, DType t, int64_t first, int64_t n, float* out) {
+  if (n == 0) return;
   const auto* bytes = static_cast<const unsigned char*>(data) + first * dtype_size(t);
   if (t == DType::fp32) {
     std::memcpy(out, bytes, static_cast<size_t>(n) * sizeof(float));

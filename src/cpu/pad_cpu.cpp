@@ -31,6 +31,21 @@ const uint8_t* row_ptr(const TensorView& t, int64_t r) {
   return static_cast<const uint8_t*>(t.data) + r * t.rstride() * dtype_size(t.dtype);
 }
 
+// copy(r) for the rows [begin, end) in parallel. Rows of zero bytes (width 0) are skipped: their
+// buffers may be null, which memcpy must not be given even for 0 bytes.
+template <class Copy>
+void copy_rows(int64_t row_bytes, int64_t begin, int64_t end, Copy&& copy) {
+  if (row_bytes == 0) return;
+  parallel_for(begin, end, row_bytes, [&](int64_t lo, int64_t hi) {
+    for (int64_t r = lo; r < hi; ++r) copy(r);
+  });
+}
+
+// Output rows [from, to) as zeros.
+void zero_rows(uint8_t* out, int64_t row_bytes, int64_t from, int64_t to) {
+  if (to > from && row_bytes > 0) std::memset(out + from * row_bytes, 0, (to - from) * row_bytes);
+}
+
 // The optional amax of the written output (rows x cols of the input's dtype): its definition.
 Status write_amax(float* amax, const void* out, DType dtype, int64_t rows, int64_t cols) {
   if (amax == nullptr) return {};
@@ -49,17 +64,15 @@ Status pad(const PadArgs& args, int64_t out_rows) {
   auto* out = static_cast<uint8_t*>(args.out);
   int64_t written = 0;  // output rows [0, written) are done
   for_each_group(args.groups, args.input.rows, args.alignment, [&](int64_t g, const GroupSpan& s) {
-    parallel_for(s.begin, s.end, row_bytes, [&](int64_t lo, int64_t hi) {
-      for (int64_t r = lo; r < hi; ++r)
-        std::memcpy(out + (s.padded_begin + r - s.begin) * row_bytes, row_ptr(args.input, r), row_bytes);
+    copy_rows(row_bytes, s.begin, s.end, [&](int64_t r) {
+      std::memcpy(out + (s.padded_begin + r - s.begin) * row_bytes, row_ptr(args.input, r), row_bytes);
     });
-    const int64_t copied_end = s.padded_begin + (s.end - s.begin);
-    if (s.padded_end > copied_end) std::memset(out + copied_end * row_bytes, 0, (s.padded_end - copied_end) * row_bytes);
+    zero_rows(out, row_bytes, s.padded_begin + (s.end - s.begin), s.padded_end);
     args.padded_starts[g] = static_cast<int32_t>(s.padded_begin);
     args.padded_ends[g] = static_cast<int32_t>(s.padded_end);
     written = s.padded_end;
   });
-  if (out_rows > written) std::memset(out + written * row_bytes, 0, (out_rows - written) * row_bytes);
+  zero_rows(out, row_bytes, written, out_rows);
   return write_amax(args.amax, out, args.input.dtype, out_rows, args.input.cols);
 }
 
@@ -68,13 +81,12 @@ Status unpad(const UnpadArgs& args) {
   auto* out = static_cast<uint8_t*>(args.out);
   int64_t written = 0;  // groups tile [0, last end) without gaps
   for_each_group(args.groups, args.rows, args.alignment, [&](int64_t, const GroupSpan& s) {
-    parallel_for(s.begin, s.end, row_bytes, [&](int64_t lo, int64_t hi) {
-      for (int64_t r = lo; r < hi; ++r)
-        std::memcpy(out + r * row_bytes, row_ptr(args.input, s.padded_begin + r - s.begin), row_bytes);
+    copy_rows(row_bytes, s.begin, s.end, [&](int64_t r) {
+      std::memcpy(out + r * row_bytes, row_ptr(args.input, s.padded_begin + r - s.begin), row_bytes);
     });
     written = s.end;
   });
-  if (args.rows > written) std::memset(out + written * row_bytes, 0, (args.rows - written) * row_bytes);
+  zero_rows(out, row_bytes, written, args.rows);
   return write_amax(args.amax, out, args.input.dtype, args.rows, args.input.cols);
 }
 

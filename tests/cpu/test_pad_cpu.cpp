@@ -194,6 +194,40 @@ TEST(PadCpu, BadOffsetsAreClampedAndStayInBounds) {
   }
 }
 
+TEST(PadCpu, ZeroWidthRowsNeedNoBuffers) {
+  // Rows of 0 bytes: input and output may be null; the padded offsets are still written, and so
+  // is the amax of the (empty) output, 0. (fuzz/fuzz_api.cpp found the null buffers reaching
+  // memcpy / memset here, undefined behaviour even for 0 bytes.)
+  const std::vector<int32_t> ends = {3, 3, 40};
+  PadArgs p;
+  p.input = {nullptr, DType::bf16, 1, 40, 0, 0, 0};
+  p.groups = {ends.data(), 3};
+  p.alignment = 32;
+  std::vector<int32_t> starts(3, -1), pends(3, -1);
+  float amax = -1.0f;
+  p.padded_starts = starts.data();
+  p.padded_ends = pends.data();
+  p.amax = &amax;
+  p.backend = Backend::cpu;
+  const Status s = pad(p);
+  ASSERT_TRUE(s.ok()) << s.message();
+  EXPECT_EQ(starts, (std::vector<int32_t>{0, 32, 32}));
+  EXPECT_EQ(pends, (std::vector<int32_t>{32, 32, 96}));
+  EXPECT_EQ(amax, 0.0f);
+
+  UnpadArgs u;
+  u.input = {nullptr, DType::bf16, 1, 160, 0, 0, 0};  // round_up(40 + 3 * 32, 32)
+  u.groups = p.groups;
+  u.alignment = 32;
+  u.rows = 40;
+  u.amax = &amax;
+  u.backend = Backend::cpu;
+  amax = -1.0f;
+  const Status su = unpad(u);
+  ASSERT_TRUE(su.ok()) << su.message();
+  EXPECT_EQ(amax, 0.0f);
+}
+
 TEST(PadCpu, NoGroupsGivesAllZeroRows) {
   MXQ_FRESH_RNG(rng);
   const Payload x(rng, DType::u8, 40, 7, 7);

@@ -186,11 +186,13 @@ TEST(PadCuda, MatchesCpuOnJaggedGroups) {
       }
 }
 
-TEST(PadCuda, GroupsOfExactMultiplesAndNoGroups) {
+TEST(PadCuda, ExactMultiplesNoGroupsAndZeroWidth) {
   MXQ_FRESH_RNG(rng);
   expect_pad_unpad_match_cpu(random_payload(rng, DType::bf16, 256, 2048, 0), {64, 128, 256}, 64, 0);
   expect_pad_unpad_match_cpu(random_payload(rng, DType::u8, 40, 7, 0), {}, 32, 0);
   expect_pad_unpad_match_cpu(random_payload(rng, DType::fp32, 300, 160, 0), {300}, 128, 0);
+  // Rows of 0 bytes: only the padded offsets and the amax (0) are written.
+  expect_pad_unpad_match_cpu(random_payload(rng, DType::bf16, 40, 0, 0), {3, 3, 40}, 32, 0);
 }
 
 // Ends that decrease, are negative or exceed M: clamped exactly like the cpu backend, so both give
