@@ -20,7 +20,7 @@ flags=(-std=c++17 -O1 -g -fsanitize=fuzzer,address,undefined -fno-sanitize-recov
 mkdir -p "$build"/{safetensors,api}/{corpus,crashes}
 "$cxx" "${flags[@]}" -Itools/cli fuzz/fuzz_safetensors.cpp tools/cli/safetensors_reader.cpp \
   tools/cli/safetensors_dtype.cpp -o "$build/fuzz_safetensors"
-"$cxx" "${flags[@]}" -Iinclude -Isrc -DMXQ_VERSION='"fuzz"' fuzz/fuzz_api.cpp src/api/*.cpp src/cpu/*.cpp \
+"$cxx" "${flags[@]}" -Iinclude -Isrc -Itests -DMXQ_VERSION='"fuzz"' fuzz/fuzz_api.cpp src/api/*.cpp src/cpu/*.cpp \
   -lpthread -o "$build/fuzz_api"
 
 cp -n fuzz/seeds/* tests/cli/bad/*.safetensors "$build/safetensors/corpus/" 2>/dev/null || true

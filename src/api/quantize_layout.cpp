@@ -57,6 +57,9 @@ Status quantize_layout(const char* op, const QuantizeShape& shape, QuantizeSizes
     if (qg.pad_colwise) MXQ_TRY(padded_rows(op, M, G, qg.pad_colwise, &Mc));
     MXQ_REQUIRE(!fp4 || Mc % 2 == 0, "colwise data rows (", Mc, qg.pad_colwise ? ", padded" : ", = ",
                 dims, "rows) must be even for fp4 formats (codes are packed in pairs along rows)");
+    // Alignment 1 pads nothing: a group of odd size would share a byte with the next one.
+    MXQ_REQUIRE(!fp4 || qg.pad_colwise != 1, "groups.pad_colwise (1) must be 0 or at least 2 for fp4 formats "
+                "(codes are packed in pairs along rows: a padded group must start on a byte)");
     const int64_t scale_cols = num::ceil_div(Mc, block);
     s.col_data_cols = Mc;
     s.col_data_bytes = B * K * (Mc * bits / 8);

@@ -294,13 +294,14 @@ inline const std::vector<std::vector<int32_t>> kBadGroupEnds = {
 // Eight bad ends over M = 1000 rows, for a graph replay.
 inline const std::vector<int32_t> kBadGroupEndsOf1000Rows = {900, 10, 1 << 20, 5, 999, 0, 1000, 3};
 
-// Empty groups, no rows, and rows past the last end: (M, K, ends).
+// Empty groups, no rows, no columns, and rows past the last end: (M, K, ends).
 struct EmptyGroupsCase {
   int64_t rows, cols;
   std::vector<int32_t> ends;
 };
 inline const std::vector<EmptyGroupsCase> kEmptyGroupsCases = {
-    {0, 64, {0, 0, 0, 0}}, {300, 96, {0, 0, 0}}, {300, 96, {0, 0, 0, 300}}, {256, 256, {128, 256}}};
+    {0, 64, {0, 0, 0, 0}}, {300, 96, {0, 0, 0}}, {300, 96, {0, 0, 0, 300}}, {256, 256, {128, 256}},
+    {48, 0, {20}}, {16, 0, {6, 10, 15, 16}}};
 
 inline std::string describe(const HostTensor& h, const QuantizeParams& p, size_t offset) {
   char buf[256];

@@ -88,7 +88,8 @@ Block quantize_block(const std::vector<float>& x, float s_enc, float s_dec) {
 
 TEST(Nvfp4TensorScale, SpecialAmaxes) {
   const float inf = std::numeric_limits<float>::infinity();
-  for (float T : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN()}) {
+  // Negative T (a caller-given amax; max |x| never is) counts as 0: UE4M3 block scales stay >= 0.
+  for (float T : {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), -1.0f, -2688.0f, -0x1p-149f}) {
     const num::Nvfp4TensorScale s = num::nvfp4_tensor_scale(T);
     EXPECT_EQ(s.s_enc, 1.0f) << T;
     EXPECT_EQ(s.s_dec, 1.0f) << T;

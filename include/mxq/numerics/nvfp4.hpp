@@ -13,10 +13,12 @@ struct Nvfp4TensorScale {
   float s_dec;  // decode scale 1 / s_enc (never recompute one from the other)
 };
 
-// From the tensor amax T (fp32; may be 0, NaN or Inf).
+// From the tensor amax T (fp32; may be 0, NaN or Inf). SPEC.md section 3 gives s_enc = 1 for T = 0
+// or not finite; an amax is max |x|, so a negative one (only a caller can give it) is treated like
+// 0: the block scales, UE4M3, then stay non-negative on every backend.
 MXQ_HD constexpr Nvfp4TensorScale nvfp4_tensor_scale(float T) {
   float s_enc = 1.0f;
-  if (T != 0.0f && is_nonfinite_abs_bits(abs_bits(T)) == false) {
+  if (T > 0.0f && is_nonfinite_abs_bits(abs_bits(T)) == false) {
     s_enc = (448.0f * 6.0f) / T;
     if (s_enc > kFltMax) s_enc = kFltMax;
   }

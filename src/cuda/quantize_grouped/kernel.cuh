@@ -152,7 +152,9 @@ grouped_quantize_kernel(const GroupedProblem gp) {
   // -> 0.90; 16384 x 7168, G = 8: 0.907 -> 0.92); the plain kernel and both directions gained
   // nothing, the row-tile kernel lost 0.5-1.5 %.
   constexpr bool kFetch256 = COL && !ROW;
-  for (int i = 0; i < grouped; ++i) {
+  // K = 0 still takes one column tile (the padded offsets, the zero bytes), but its tiles have no
+  // columns to read and, with no k rows, no colwise scale tile to write.
+  for (int i = 0; i < grouped && p.K > 0; ++i) {
     quant::quantize_tile<In, Fmt, ROW, COL, kRule, kFetch256>(p, coord[i], staged, scales);
     __syncthreads();  // the next tile reuses the shared memory
   }
