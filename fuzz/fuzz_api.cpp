@@ -66,12 +66,6 @@ Status run_twice(std::vector<Out*> outs, Call&& call) {
   return st[0];
 }
 
-// An output of `elements` of dtype t (fp32-sized when t is not a dtype: the op must refuse it).
-Out sized_elements(int64_t elements, DType t) {
-  const int32_t v = static_cast<int32_t>(t);
-  return sized(elements * (v >= 0 && v <= 3 ? dtype_size(t) : 4));
-}
-
 void fuzz_dequantize(Bytes& in, const QuantizeArgs& q, Direction dir, const void* data, const void* scales,
                      const void* s_dec) {
   DequantizeArgs d = dequantize_args(in, q, dir);
@@ -80,7 +74,7 @@ void fuzz_dequantize(Bytes& in, const QuantizeArgs& q, Direction dir, const void
   d.s_dec = static_cast<const float*>(s_dec);
   int64_t elements = 0;
   if (!dequantize_size(d, &elements).ok()) return;
-  Out out = sized_elements(elements, d.out_dtype);
+  Out out = sized(elements * element_bytes(d.out_dtype));
   d.out = out.ptr();
   (void)run_twice({&out}, [&] { return dequantize(d); });
 }
@@ -132,7 +126,7 @@ void fuzz_pad_unpad(Bytes& in) {
     return;
   }
   const TensorView& x = c.input.view;
-  Out out = sized_elements(rows * x.cols, x.dtype);
+  Out out = sized(rows * x.cols * element_bytes(x.dtype));
   Out starts = sized(4 * p.groups.count), pends = sized(4 * p.groups.count), amax = sized(c.amax ? 4 : 0);
   p.out = out.ptr();
   p.padded_starts = static_cast<int32_t*>(starts.ptr());
@@ -146,7 +140,7 @@ void fuzz_pad_unpad(Bytes& in) {
   u.alignment = p.alignment;
   u.rows = x.rows;
   u.backend = Backend::cpu;
-  Out back = sized_elements(x.rows * x.cols, x.dtype), back_amax = sized(c.amax ? 4 : 0);
+  Out back = sized(x.rows * x.cols * element_bytes(x.dtype)), back_amax = sized(c.amax ? 4 : 0);
   u.out = back.ptr();
   u.amax = static_cast<float*>(back_amax.ptr());
   (void)run_twice({&back, &back_amax}, [&] { return unpad(u); });

@@ -143,8 +143,7 @@ void check_quantize(Bytes& in) {
     DequantizeArgs d = dequantize_args(in, q, dir);
     int64_t elements = 0;
     if (!dequantize_size(d, &elements).ok()) continue;
-    const int32_t t = static_cast<int32_t>(d.out_dtype);
-    Outputs back({elements * (t >= 0 && t <= 3 ? dtype_size(d.out_dtype) : 4)});
+    Outputs back({elements * element_bytes(d.out_dtype)});
     DequantizeArgs dd = d;
     d.data = o.h(data);
     d.scales = o.h(data + 1);
@@ -156,7 +155,7 @@ void check_quantize(Bytes& in) {
     dd.s_dec = device_ptr<float>(o.dev[5]);
     dd.out = back.d(0);
     dd.backend = Backend::cuda;
-    (void)expect_same(back, what + " / dequantize " + std::to_string(int(dir)) + " to dtype " + std::to_string(t),
+    (void)expect_same(back, what + " / dequantize " + std::to_string(int(dir)) + " to dtype " + std::to_string(int(d.out_dtype)),
                       [&] { return dequantize(d); }, [&] { return dequantize(dd); });
   }
 }
@@ -182,8 +181,7 @@ void check_pad_unpad(Bytes& in) {
     (void)expect_same(none, what, [&] { return pad(p); }, [&] { return pad(pd); });
     return;
   }
-  const int32_t t = static_cast<int32_t>(x.dtype);
-  const int64_t es = t >= 0 && t <= 3 ? dtype_size(x.dtype) : 4;
+  const int64_t es = element_bytes(x.dtype);
   Outputs o({rows * x.cols * es, 4 * p.groups.count, 4 * p.groups.count, c.amax ? 4 : 0});
   p.out = o.h(0);
   p.padded_starts = as<int32_t>(o.h(1));

@@ -47,6 +47,13 @@ E random_enum(Bytes& in, int32_t lo, int32_t hi) {
   return static_cast<E>(in.chance(8) ? static_cast<int32_t>(in.u8()) - 128 : lo + in.u8() % (hi - lo + 1));
 }
 
+// Bytes per element of t; 4 when t is not a dtype (an op must refuse it, so the size only has to
+// be large enough).
+inline int64_t element_bytes(DType t) {
+  const int32_t v = static_cast<int32_t>(t);
+  return v >= 0 && v <= 3 ? dtype_size(t) : 4;
+}
+
 // `bytes` random bytes (NaN, Inf, subnormals and zeros among the elements) or one repeated word.
 inline std::vector<uint8_t> random_bytes(Bytes& in, int64_t bytes) {
   std::vector<uint8_t> v(static_cast<size_t>(bytes));
@@ -83,7 +90,7 @@ inline Tensor random_tensor(Bytes& in, DType dtype, bool three_d) {
   v.cols = in.dim();
   if (in.chance(48)) v.row_stride = v.cols + in.u8() % 9 - (in.chance(16) ? 4 : 0);  // below cols: invalid
   if (three_d && in.chance(48)) v.batch_stride = v.rows * v.rstride() + in.u8() % 17 - (in.chance(16) ? 8 : 0);
-  const int64_t es = dtype_size(static_cast<DType>(static_cast<int32_t>(dtype) & 3));
+  const int64_t es = element_bytes(dtype);
   int64_t span = 0;
   if (v.batch > 0 && v.rows > 0 && v.cols > 0 && v.rstride() >= v.cols) {
     const int64_t extent = (v.rows - 1) * v.rstride() + v.cols;
