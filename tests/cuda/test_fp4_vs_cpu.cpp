@@ -210,6 +210,32 @@ TEST(CudaFp4Quantize, ExpertWeights3DWithPerExpertTensorScales) {
   expect_cuda_matches_cpu_fp4(normal_tensor(rng, DType::bf16, 1, 8192, 7168), params(Format::mxfp4, ScaleRule::rceil, ScaleLayout::blocked));
 }
 
+// nvfp4 with the amax computed by mxq on tensors of many tiles and experts (the reduction runs
+// over each batch from its end, the tile kernel from its start): each expert's largest magnitude in
+// its first or its last tile row, and a NaN near the start of the first expert.
+TEST(CudaFp4Quantize, ComputedAmaxOfLargeTensorsAndExperts) {
+  MXQ_FRESH_RNG(rng);
+  struct Case {
+    DType t;
+    int64_t batch, rows, cols;
+  };
+  if (quick_mode()) GTEST_SKIP() << "MXQ_TEST_QUICK (up to 25 M elements)";
+  const Case cases[] = {{DType::bf16, 1, 1408, 8192}, {DType::bf16, 3, 2048, 4096}, {DType::fp16, 2, 2050, 2896},
+                        {DType::fp32, 1, 1536, 3072}};
+  for (const Case& k : cases) {
+    HostTensor h = normal_tensor(rng, k.t, k.batch, k.rows, k.cols);
+    for (int64_t b = 0; b < k.batch; ++b) {
+      const int64_t m = b % 2 == 0 ? rng.uniform(0, 127) : k.rows - 1 - rng.uniform(0, 100);
+      h.set(b, m, rng.uniform(0, std::min<int64_t>(k.cols, 128) - 1), 300.0f * float(b + 1));
+    }
+    expect_cuda_matches_cpu_fp4(h, params(Format::nvfp4, ScaleRule::rceil, ScaleLayout::blocked));
+    if (k.batch > 1) {
+      h.set(0, 5, 7, std::nanf(""));
+      expect_cuda_matches_cpu_fp4(h, params(Format::nvfp4, ScaleRule::rceil, ScaleLayout::linear));
+    }
+  }
+}
+
 // With a caller-given amax, tensors of up to 6144 tiles (128 x 128; the launcher's
 // kDeriveTensorScalesTiles) derive the tensor scales in the tile kernel, larger ones in a separate
 // kernel first: both sides of that limit, on tall narrow tensors (one column tile, few elements),
