@@ -148,8 +148,8 @@ void add_groups(const CaseSizes& s, std::vector<BenchCase>& out) {
   }
 }
 
-// Issue 5: MXFP4 and NVFP4 (computed and given amax), 3-D, groups along M, dequantize, amax (by
-// the reduction, and by pad / unpad as they copy).
+// Issue 5: MXFP4 and NVFP4 (computed and given amax, given with the amax output), 3-D, groups
+// along M, dequantize, amax (by the reduction, and by pad / unpad as they copy).
 void add_fp4(const CaseSizes& s, std::vector<BenchCase>& out) {
   for (const BenchShape& shape : s.dense) {
     for (Direction d : kDirections) {
@@ -157,6 +157,8 @@ void add_fp4(const CaseSizes& s, std::vector<BenchCase>& out) {
       BenchCase computed = quantize_case(Format::nvfp4, d), given = computed;
       given.amax_given = true;
       out.push_back(at(computed, shape));
+      out.push_back(at(given, shape));
+      given.amax_out = true;  // delayed scaling: also this tensor's amax, for the next call
       out.push_back(at(given, shape));
     }
     BenchCase amax;

@@ -31,7 +31,7 @@ struct BenchCase {
   int32_t pad_colwise = 0;  // quantize: padding of the colwise data (K-groups)
   int32_t alignment = 0;    // pad / unpad
   bool amax_given = false;  // nvfp4: the caller passes the tensor amax; false: mxq computes it
-  bool amax_out = false;    // pad / unpad: also the amax of the output (PadArgs::amax)
+  bool amax_out = false;    // pad / unpad / quantize: also the amax (PadArgs::amax, QuantizeOutputs::amax)
   bool graph = false;       // time replays of a CUDA graph holding one op call
 };
 

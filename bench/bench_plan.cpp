@@ -79,6 +79,7 @@ Status setup_quantize(const BenchCase& c, Direction direction, const void* input
   const int64_t offset_bytes = sizes->padded_offset_count * int64_t{sizeof(int32_t)};
   o.padded_starts = static_cast<int32_t*>(output(plan, device, offset_bytes));
   o.padded_ends = static_cast<int32_t*>(output(plan, device, offset_bytes));
+  if (c.amax_out) o.amax = static_cast<float*>(output(plan, device, c.batch * int64_t{sizeof(float)}));
   return Status();
 }
 

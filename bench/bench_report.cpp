@@ -108,7 +108,7 @@ std::string to_json(const BenchEnvironment& env, const std::vector<BenchResult>&
       j["rule"] = to_string(c.rule);
     }
     if (c.format == Format::nvfp4 && c.op == Op::quantize) j["amax_given"] = c.amax_given;
-    if (c.op == Op::pad || c.op == Op::unpad) j["amax_out"] = c.amax_out;
+    if (c.op == Op::pad || c.op == Op::unpad || c.op == Op::quantize) j["amax_out"] = c.amax_out;
     j["groups"] = c.groups;
     j["group_multiple"] = c.group_multiple;
     j["pad_rowwise"] = c.pad_rowwise;

@@ -74,7 +74,7 @@ struct mxq_token_groups {
 
 /* mxq::QuantizeArgs, flattened. Fields: input, format, rule, layout, direction, groups,
  * pad_rowwise, pad_colwise, tensor_amax, row_data, row_scales, col_data, col_scales, s_enc, s_dec,
- * padded_starts, padded_ends, backend, stream. */
+ * padded_starts, padded_ends, backend, stream, amax (out.amax, last so that earlier offsets stay). */
 struct mxq_quantize_args {
   struct mxq_tensor_view input;
   int32_t format;    /* MXQ_FORMAT_* */
@@ -95,6 +95,7 @@ struct mxq_quantize_args {
   int32_t* padded_ends;
   int32_t backend; /* MXQ_BACKEND_* */
   void* stream;    /* cudaStream_t */
+  float* amax;     /* optional [batch]: max |x| of each batch of the input (QuantizeOutputs::amax) */
 };
 
 /* mxq::QuantizeSizes. Fields: row_data_rows, col_data_cols, row_data_bytes, row_scale_bytes,

@@ -39,6 +39,11 @@ struct QuantizeOutputs {
   float* s_dec = nullptr;         // nvfp4 only, [batch]: decode scale 1/s_enc
   int32_t* padded_starts = nullptr;  // optional with padding, [G]
   int32_t* padded_ends = nullptr;    // optional with padding, [G]
+  // Optional, [batch]: max |x| of each batch of the input in fp32 (NaN wins), exactly as
+  // tensor_amax gives it. Delayed scaling without a second read: the next nvfp4 call's
+  // tensor_amax (a separate buffer: it may not overlap tensor_amax, s_enc or s_dec). Found while
+  // quantizing by the nvfp4 quantize without token groups; the other calls run a reduction.
+  float* amax = nullptr;
 };
 
 struct QuantizeArgs {

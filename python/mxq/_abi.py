@@ -69,6 +69,7 @@ class QuantizeArgs(ctypes.Structure):
         ("padded_ends", c_void_p),
         ("backend", c_int32),
         ("stream", c_void_p),
+        ("amax", c_void_p),
     ]
 
 

@@ -75,14 +75,14 @@ def quantize(A, x, format, direction, scale_rule, scale_layout, group_ends, pad_
             "f32", "f32", "i32", "i32")
     # Sizes first: validates the arguments before anything is allocated.
     args = _quantize_args.fill(*view, fmt, rule, layout, dirn, A.ptr(ends), G, pad_rowwise,
-                               pad_colwise, A.ptr(amax), *([0] * 8), backend, stream)
+                               pad_colwise, A.ptr(amax), *([0] * 8), backend, stream, 0)
     sizes = _abi.QuantizeSizes()
     lib.check(lib.quantize_sizes(args, sizes))
     _expect(shapes, sizes)
     outs = tuple(A.empty(s, k, x) if s is not None else None for s, k in zip(shapes, keys))
     args = _quantize_args.fill(*view, fmt, rule, layout, dirn, A.ptr(ends), G, pad_rowwise,
                                pad_colwise, A.ptr(amax), *(A.ptr(o) for o in outs), backend,
-                               stream)
+                               stream, 0)
     lib.check(lib.quantize(args))
     return outs
 

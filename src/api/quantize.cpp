@@ -47,6 +47,17 @@ Status validate_outputs(const char* op, const QuantizeArgs& a, const QuantizeSiz
     MXQ_REQUIRE(!o.s_enc && !o.s_dec, "out.s_enc / out.s_dec are given but format ",
                 to_string(a.params.format), " has no tensor scale (nvfp4 only)");
   }
+  if (o.amax != nullptr) {
+    // Read and written by different kernels (and by every CTA): no byte may be shared.
+    const uint64_t a0 = reinterpret_cast<uintptr_t>(o.amax), bytes = uint64_t(a.input.batch) * sizeof(float);
+    const auto apart = [&](const float* p) {
+      const uint64_t b0 = reinterpret_cast<uintptr_t>(p);
+      return p == nullptr || a0 + bytes <= b0 || b0 + bytes <= a0;
+    };
+    MXQ_REQUIRE(apart(a.tensor_amax) && apart(o.s_enc) && apart(o.s_dec),
+                "out.amax must not overlap tensor_amax, out.s_enc or out.s_dec (give the next call's "
+                "delayed amax its own buffer)");
+  }
   MXQ_REQUIRE(s.padded_offset_count > 0 || (!o.padded_starts && !o.padded_ends),
               "out.padded_starts / out.padded_ends are given but neither groups.pad_rowwise nor "
               "groups.pad_colwise pads");
@@ -82,7 +93,8 @@ Status quantize(const QuantizeArgs& args) {
                                 {"out.s_enc", o.s_enc},
                                 {"out.s_dec", o.s_dec},
                                 {"out.padded_starts", o.padded_starts},
-                                {"out.padded_ends", o.padded_ends}},
+                                {"out.padded_ends", o.padded_ends},
+                                {"out.amax", o.amax}},
                                &b));
 #ifdef MXQ_WITH_CUDA
   if (b == Backend::cuda) return cuda::quantize(args, s);

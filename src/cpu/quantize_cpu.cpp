@@ -179,9 +179,11 @@ Status quantize_format(const QuantizeArgs& args, const QuantizeSizes& sizes) {
 }  // namespace
 
 Status quantize(const QuantizeArgs& args, const QuantizeSizes& sizes) {
-  return num::dispatch_format(args.params.format, [&](auto traits) {
+  const Status st = num::dispatch_format(args.params.format, [&](auto traits) {
     return quantize_format<decltype(traits)>(args, sizes);
   });
+  if (!st.ok() || args.out.amax == nullptr) return st;
+  return cpu::tensor_amax(args.input, args.out.amax);  // QuantizeOutputs::amax is defined as this
 }
 
 }  // namespace mxq::cpu

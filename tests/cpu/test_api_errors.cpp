@@ -166,6 +166,8 @@ std::vector<Row> rows() {
       {"q nvfp4 no s_enc", [](Call& c) { c.q.params.format = Format::nvfp4; c.q.out.s_dec = c.slice<float>(14); return quantize(c.q); }, bad, "out.s_enc and out.s_dec are required for nvfp4"},
       {"q nvfp4 no s_dec", [](Call& c) { c.q.params.format = Format::nvfp4; c.q.out.s_enc = c.slice<float>(14); return quantize(c.q); }, bad, "out.s_enc and out.s_dec are required for nvfp4"},
       {"q s_enc for mxfp8", [](Call& c) { c.q.out.s_enc = c.slice<float>(14); return quantize(c.q); }, bad, "out.s_enc / out.s_dec are given but format mxfp8 has no tensor scale"},
+      {"q amax over tensor_amax", [](Call& c) { c.q.params.format = Format::nvfp4; c.q.out.s_enc = c.slice<float>(14); c.q.out.s_dec = c.slice<float>(15); c.q.tensor_amax = c.q.out.amax = c.slice<float>(16); return quantize(c.q); }, bad, "out.amax must not overlap tensor_amax, out.s_enc or out.s_dec"},
+      {"q amax over s_dec", [](Call& c) { c.q.params.format = Format::nvfp4; c.q.out.s_enc = c.slice<float>(14); c.q.out.s_dec = c.q.out.amax = c.slice<float>(15); return quantize(c.q); }, bad, "out.amax must not overlap tensor_amax"},
       {"q tensor_amax for mxfp4", [](Call& c) { static const float amax = 1; c.q.params.format = Format::mxfp4; c.q.tensor_amax = &amax; return quantize(c.q); }, bad, "tensor_amax is given but format mxfp4 has no tensor scale"},
       // ---- quantize_sizes ----
       {"qs sizes null", [](Call& c) { return quantize_sizes(c.q, nullptr); }, bad, "quantize_sizes: sizes is null"},

@@ -23,7 +23,8 @@ static_assert(sizeof(mxq_token_groups) == 16, "mxq_token_groups");
 static_assert(offsetof(mxq_quantize_args, format) == 56 && offsetof(mxq_quantize_args, groups) == 72 &&
                   offsetof(mxq_quantize_args, pad_rowwise) == 88 && offsetof(mxq_quantize_args, tensor_amax) == 96 &&
                   offsetof(mxq_quantize_args, padded_ends) == 160 && offsetof(mxq_quantize_args, backend) == 168 &&
-                  offsetof(mxq_quantize_args, stream) == 176 && sizeof(mxq_quantize_args) == 184,
+                  offsetof(mxq_quantize_args, stream) == 176 && offsetof(mxq_quantize_args, amax) == 184 &&
+                  sizeof(mxq_quantize_args) == 192,
               "mxq_quantize_args");
 static_assert(sizeof(struct mxq_quantize_sizes) == 64, "mxq_quantize_sizes");
 static_assert(offsetof(mxq_dequantize_args, batch) == 16 && offsetof(mxq_dequantize_args, groups) == 40 &&

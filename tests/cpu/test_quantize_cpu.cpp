@@ -422,6 +422,49 @@ TEST(QuantizeCpu, Nvfp4TensorAmax) {
   EXPECT_FALSE(std::isnan(amax[0]));
 }
 
+// QuantizeOutputs::amax is tensor_amax of the input (every format, with and without a caller
+// amax, NaN payloads kept), and the other outputs are those of the call without it.
+TEST(QuantizeCpu, AmaxOutputIsTheTensorAmax) {
+  MXQ_FRESH_RNG(rng);
+  HostTensor x = normal_tensor(rng, DType::fp16, 2, 34, 64);
+  x.set_bits(1, 5, 6, 0xFE01);  // a NaN with a payload
+  float want[2];
+  ASSERT_TRUE(tensor_amax(x.view(), want, Backend::cpu).ok());
+  for (Format f : {Format::mxfp8, Format::mxfp4, Format::nvfp4}) {
+    for (bool given : {false, true}) {
+      if (given && f != Format::nvfp4) continue;
+      QuantizeArgs q;
+      q.input = x.view();
+      q.params = {f, ScaleRule::rceil, ScaleLayout::blocked, Direction::both};
+      q.backend = Backend::cpu;
+      const float caller[2] = {2.0f, 5.0f};
+      if (given) q.tensor_amax = caller;
+      QuantizeSizes s;
+      ASSERT_TRUE(quantize_sizes(q, &s).ok());
+      std::vector<uint8_t> row(size_t(s.row_data_bytes)), rs(size_t(s.row_scale_bytes)), col(size_t(s.col_data_bytes)),
+          cs(size_t(s.col_scale_bytes));
+      std::vector<float> enc(size_t(s.tensor_scale_count)), dec(enc.size());
+      q.out.row_data = row.data();
+      q.out.row_scales = rs.data();
+      q.out.col_data = col.data();
+      q.out.col_scales = cs.data();
+      if (f == Format::nvfp4) {
+        q.out.s_enc = enc.data();
+        q.out.s_dec = dec.data();
+      }
+      float got[2] = {-1.0f, -1.0f};
+      q.out.amax = got;
+      ASSERT_TRUE(quantize(q).ok());
+      EXPECT_EQ(std::memcmp(got, want, sizeof got), 0) << to_string(f) << (given ? " amax given" : "");
+      QuantizeRequest r = request(f, Direction::both, ScaleLayout::blocked);
+      if (given) r.tensor_amax = {caller[0], caller[1]};
+      const QuantizeResult without = run_quantize(x, r);
+      EXPECT_TRUE(bytes_equal(without.row_data, row, "row_data"));
+      EXPECT_TRUE(bytes_equal(without.col_scales, cs, "col_scales"));
+    }
+  }
+}
+
 // ---- SQNR of the round trip on standard normal data ------------------------------------------------
 
 TEST(QuantizeCpu, RoundTripSqnr) {

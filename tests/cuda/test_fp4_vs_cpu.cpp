@@ -320,6 +320,68 @@ TEST(CudaTensorAmax, MatchesCpuBitsNaNWins) {
   EXPECT_TRUE(std::isnan(amax_on(h, Backend::cuda, 0)[0]));
 }
 
+// QuantizeOutputs::amax equals tensor_amax of the input byte for byte (NaN payloads included) on
+// every path: found by the nvfp4 tile kernels with a caller-given amax (below and above the
+// in-kernel tensor-scale limit), copied from the computed nvfp4 amax, reduced for the MX formats
+// and for token groups. The output is poisoned first; every direction.
+TEST(CudaQuantizeAmaxOutput, EqualsTensorAmaxOnEveryPath) {
+  MXQ_FRESH_RNG(rng);
+  struct Case {
+    Format f;
+    DType t;
+    int64_t batch, rows, cols;
+    bool given, grouped;
+  };
+  std::vector<Case> cases = {
+      {Format::nvfp4, DType::bf16, 1, 130, 160, true, false},  {Format::nvfp4, DType::fp16, 3, 66, 96, true, false},
+      {Format::nvfp4, DType::fp32, 2, 34, 48, true, false},    {Format::nvfp4, DType::bf16, 2, 130, 96, false, false},
+      {Format::mxfp8, DType::bf16, 1, 130, 160, false, false}, {Format::mxfp4, DType::fp16, 2, 66, 64, false, false},
+      {Format::nvfp4, DType::bf16, 1, 520, 96, true, true},    {Format::mxfp8, DType::fp32, 1, 300, 64, false, true}};
+  if (!quick_mode()) cases.push_back({Format::nvfp4, DType::bf16, 1, 6400 * 128, 128, true, false});  // > 6144 tiles
+  for (const Case& k : cases) {
+    for (int special = 0; special < 3; ++special) {
+      HostTensor h = normal_tensor(rng, k.t, k.batch, k.rows, k.cols);
+      const int64_t b = k.batch - 1, m = rng.uniform(0, k.rows - 1), c = rng.uniform(0, k.cols - 1);
+      if (special == 1) h.set(b, m, c, std::ldexp(1.0f, 12));  // one large magnitude in the last batch
+      if (special == 2) h.set_bits(b, m, c, k.t == DType::fp32 ? 0xFFC12345u : 0xFF91u);  // a NaN with a payload
+      std::vector<float> want(size_t(k.batch));
+      ASSERT_TRUE(tensor_amax(h.view(), want.data(), Backend::cpu).ok());
+      for (Direction d : {Direction::rowwise, Direction::colwise, Direction::both}) {
+        SCOPED_TRACE(describe(h, QuantizeParams{k.f, ScaleRule::rceil, ScaleLayout::blocked, d}, 0) +
+                     (k.given ? " amax given" : "") + (k.grouped ? " groups" : "") + " special " + std::to_string(special));
+        DeviceTensor in(h);
+        QuantizeArgs q;
+        q.input = in.view;
+        q.params = {k.f, ScaleRule::rceil, ScaleLayout::blocked, d};
+        q.backend = Backend::cuda;
+        const std::vector<int32_t> ends = k.grouped ? random_group_ends(rng, k.rows, 4, 1, 40) : std::vector<int32_t>{};
+        DeviceBuffer ends_dev = device_copy(ends);
+        if (k.grouped) q.groups.groups = {reinterpret_cast<const int32_t*>(ends_dev.get()), int64_t(ends.size())};
+        const std::vector<float> given(size_t(k.batch), 3.0f);
+        DeviceBuffer given_dev = device_copy(given);
+        if (k.given) q.tensor_amax = reinterpret_cast<const float*>(given_dev.get());
+        QuantizeSizes s;
+        ASSERT_TRUE(quantize_sizes(q, &s).ok());
+        DeviceOutputs out(s);
+        q.out = out.outputs(d);
+        DeviceBuffer amax(size_t(k.batch) * 4);
+        amax.fill(kPoisonA);
+        q.out.amax = reinterpret_cast<float*>(amax.get());
+        const Status st = quantize(q);
+        ASSERT_TRUE(st.ok()) << st.message();
+        ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+        EXPECT_TRUE(bytes_equal(as_bytes(want), amax.download(), "out.amax"));
+        if (k.f == Format::nvfp4 && !k.grouped) {  // the codes are the same as without the amax output
+          QuantizeRequest req;
+          req.params = q.params;
+          req.tensor_amax = k.given ? given : std::vector<float>{};
+          expect_outputs_equal(run_quantize(h, req), out.download(s), d);
+        }
+      }
+    }
+  }
+}
+
 TEST(CudaFp4Graph, ComputedAmaxQuantizeReplaysWithFreshInputs) {
   MXQ_FRESH_RNG(rng);
   constexpr int64_t B = 2, M = 258, K = 384;

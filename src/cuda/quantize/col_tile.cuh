@@ -20,9 +20,9 @@ __device__ __forceinline__ int col_out_offset(int row, int byte) {
 
 // Colwise codes of the staged tile into the staged output tile. Thread tid owns column pair
 // tid % 64 (columns 2p, 2p + 1) of T::col_blocks / 4 consecutive blocks along M; lanes of a warp
-// read consecutive pairs of one row.
+// read consecutive pairs of one row. Returns the largest amax bits of its blocks.
 template <class In, class Fmt>
-__device__ __forceinline__ void quantize_col_pairs(const Problem& p, const TileCoord& c, const BlockScaler<Fmt>& scaler,
+__device__ __forceinline__ uint32_t quantize_col_pairs(const Problem& p, const TileCoord& c, const BlockScaler<Fmt>& scaler,
                                                    const uint4* staged_tile, int tid, uint8_t* out_tile,
                                                    uint8_t* col_scale_tile) {
   using T = TileTraits<In, Fmt>;
@@ -35,6 +35,7 @@ __device__ __forceinline__ void quantize_col_pairs(const Problem& p, const TileC
   constexpr int kWordsPerStore = T::block_words % 2 == 0 ? 2 : 1;  // 16-byte shared stores if it can
   const int pair = tid % kPairs;
   const Pair* staged = reinterpret_cast<const Pair*>(staged_tile) + pair;
+  uint32_t largest_amax = 0;
 #pragma unroll
   for (int jb = 0; jb < kBlocksPerThread; ++jb) {
     const int mb_local = (tid / kPairs) * kBlocksPerThread + jb;
@@ -57,6 +58,7 @@ __device__ __forceinline__ void quantize_col_pairs(const Problem& p, const TileC
         amax[1] = max(amax[1], num::abs_bits(In::to_float(pair_half<Raw>(w, 1))));
       }
     }
+    largest_amax = max(largest_amax, max(amax[0], amax[1]));
     uint32_t sb[2];
     bool poisoned[2];
     float mult[2];
@@ -112,6 +114,7 @@ __device__ __forceinline__ void quantize_col_pairs(const Problem& p, const TileC
       }
     }
   }
+  return largest_amax;
 }
 
 // Writes the staged colwise output tile: rows k0.. of the transposed output, 16 bytes per thread

@@ -96,10 +96,61 @@ constexpr size_t tile_dynamic_smem() {
   return COL ? static_cast<size_t>(T::staged_tile_bytes + T::col_out_tile_bytes) : 0;
 }
 
+// max abs_bits (the numerics core's amax bits, NaN wins) of the 16-bit inputs of one chunk: the
+// unsigned maximum of their 16-bit magnitudes, widened once (widening keeps their order, NaN
+// payloads included).
+template <class In>
+__device__ __forceinline__ uint32_t chunk_amax_bits_16(const uint4& v) {
+  static_assert(sizeof(typename In::Raw) == 2, "16-bit inputs");
+  const uint32_t m = __vmaxu2(__vmaxu2(v.x & 0x7FFF7FFFu, v.y & 0x7FFF7FFFu), __vmaxu2(v.z & 0x7FFF7FFFu, v.w & 0x7FFF7FFFu));
+  return num::abs_bits(In::to_float(static_cast<uint16_t>(max(m & 0xFFFFu, m >> 16))));
+}
+
+// The tile's amax into p.amax_out[c.b] (QuantizeOutputs::amax, cleared before the kernel), in two
+// steps around a barrier the tile has anyway, so that it adds none: share_warp_amax before it
+// (each warp's largest block amax into shared memory; the largest amax of the blocks each thread
+// scaled covers every element of the tile), commit_tile_amax after it (warp 0 folds them and makes
+// one atomicMax). The 16-bit block amax of a block with a NaN is the canonical NaN, while
+// tensor_amax keeps the NaN's payload: warp 0 then reads the tile again from the input (a cold
+// path) for the exact amax.
+struct TileAmax {
+  uint32_t warp_max[kThreads / 32];
+};
+__device__ __forceinline__ void share_warp_amax(TileAmax& t, uint32_t block_amax) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) block_amax = max(block_amax, __shfl_xor_sync(0xFFFFFFFFu, block_amax, off));
+  if (threadIdx.x % 32 == 0) t.warp_max[threadIdx.x / 32] = block_amax;
+}
+template <class T>
+__device__ __forceinline__ void commit_tile_amax(const Problem& p, const TileCoord& c, const TileAmax& t) {
+  using In = typename T::Input;
+  constexpr int kWarps = kThreads / 32;
+  if (threadIdx.x >= 32) return;
+  const int lane = threadIdx.x;
+  uint32_t amax = t.warp_max[lane % kWarps];
+#pragma unroll
+  for (int off = kWarps / 2; off > 0; off >>= 1) amax = max(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
+  if constexpr (sizeof(typename In::Raw) == 2) {
+    if (amax > num::kF32ExpMask) {  // a NaN: the exact amax of every chunk of the tile
+      const auto* in = static_cast<const typename T::Raw*>(p.in) + c.b * p.batch_stride;
+      amax = 0;
+#pragma unroll 1
+      for (int i = lane; i < kTileRows * T::chunks_per_row; i += 32) {
+        const int64_t k = c.k0 + (i % T::chunks_per_row) * T::vec;
+        amax = max(amax, chunk_amax_bits_16<In>(load_chunk_guarded<T>(p, c, in, i / T::chunks_per_row, k)));
+      }
+#pragma unroll
+      for (int off = 16; off > 0; off >>= 1) amax = max(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
+    }
+  }
+  if (lane == 0 && amax != 0) atomicMax(p.amax_out + c.b, amax);
+}
+
 // One tile: every thread of the CTA calls it. The caller synchronises the CTA before reusing the
 // shared memory for another tile. kFetch256: stage_tile's L2 prefetch hint. kDerive:
-// derive_tensor_scales.
-template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, bool kFetch256 = false, bool kDerive = false>
+// derive_tensor_scales. kAmaxOut: the tile's amax into p.amax_out (share_warp_amax).
+template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, bool kFetch256 = false, bool kDerive = false,
+          bool kAmaxOut = false>
 __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord& c, uint4* staged_tile,
                                               TileScales<TileTraits<In, Fmt>>& scales) {
   using T = TileTraits<In, Fmt>;
@@ -116,6 +167,11 @@ __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord&
   const int tid = threadIdx.x;
   const int chunk = tid % T::chunks_per_row;
   const int row0 = tid / T::chunks_per_row;
+  uint32_t block_amax = 0;  // kAmaxOut: the largest amax of the blocks this thread scales
+  __shared__ TileAmax tile_amax;
+  const auto share_amax = [&] {
+    if constexpr (kAmaxOut) share_warp_amax(tile_amax, block_amax);
+  };
 
   if constexpr (COL) {
     // FP4 both directions: the rowwise passes read only the thread's own chunks, so each group of
@@ -133,12 +189,13 @@ __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord&
         return staged_tile[(row0 + i * T::rows_per_pass) * T::chunks_per_row + chunk];
       };
       using BeforeGroup = std::conditional_t<kRowsAsTheyLand, WaitForPassGroup<T>, NoGroupWait>;
-      quantize_rows<In, Fmt>(p, c, scaler, staged_chunk, row0, chunk, tile_row_out<T>(p, c, row0, chunk),
-                             row_scale_tile, BeforeGroup{});
+      block_amax = quantize_rows<In, Fmt>(p, c, scaler, staged_chunk, row0, chunk, tile_row_out<T>(p, c, row0, chunk),
+                                          row_scale_tile, BeforeGroup{});
       if constexpr (kRowsAsTheyLand) __syncthreads();  // every thread's copies have landed
     }
     uint8_t* out_tile = reinterpret_cast<uint8_t*>(staged_tile) + T::staged_tile_bytes;
-    quantize_col_pairs<In, Fmt>(p, c, scaler, staged_tile, tid, out_tile, col_scale_tile);
+    block_amax = max(block_amax, quantize_col_pairs<In, Fmt>(p, c, scaler, staged_tile, tid, out_tile, col_scale_tile));
+    share_amax();
     __syncthreads();  // the staged output and both scale tiles are complete
     store_col_tile<T>(p, c, out_tile, tid);
   } else {
@@ -150,13 +207,16 @@ __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord&
       take_derived();
     }
     const auto reg_chunk = [&](int i) { return regs[i]; };
-    quantize_rows<In, Fmt>(p, c, scaler, reg_chunk, row0, chunk, tile_row_out<T>(p, c, row0, chunk), row_scale_tile);
+    block_amax = quantize_rows<In, Fmt>(p, c, scaler, reg_chunk, row0, chunk, tile_row_out<T>(p, c, row0, chunk),
+                                        row_scale_tile);
+    share_amax();
     __syncthreads();
   }
   store_tile_scales<T, ROW, COL>(p, c, row_scale_tile, col_scale_tile, tid);
+  if constexpr (kAmaxOut) commit_tile_amax<T>(p, c, tile_amax);
 }
 
-template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, bool kDerive = false>
+template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, bool kDerive = false, bool kAmaxOut = false>
 __global__ void __launch_bounds__(kThreads, (min_ctas<TileTraits<In, Fmt>, COL>()))
 quantize_tile_kernel(const Problem p) {
   using T = TileTraits<In, Fmt>;
@@ -165,8 +225,8 @@ quantize_tile_kernel(const Problem p) {
   // tile, 96 bytes off before, gained 1-2 % in colwise and both).
   extern __shared__ __align__(128) uint4 staged_tile[];
   __shared__ TileScales<T> scales;
-  quantize_tile<In, Fmt, ROW, COL, kRule, false, kDerive>(p, dense_tile_coord<T, COL && !ROW>(p, blockIdx.x),
-                                                          staged_tile, scales);
+  quantize_tile<In, Fmt, ROW, COL, kRule, false, kDerive, kAmaxOut>(p, dense_tile_coord<T, COL && !ROW>(p, blockIdx.x),
+                                                                    staged_tile, scales);
 }
 
 }  // namespace mxq::cuda::quant

@@ -55,13 +55,23 @@ Status quantize(const QuantizeArgs& args, const QuantizeSizes& sizes) {
   if (tiles > 0x7FFFFFFF) return Status::error(Code::unsupported, "quantize: more than 2^31 - 1 tiles");
   const cudaStream_t stream = as_stream(args.stream);
   const bool derive = tiles > 0 && tiles <= quant::kDeriveTensorScalesTiles && tensor_scales_from_given_amax(args);
+  // out.amax with the caller's nvfp4 amax (delayed scaling): found by the tile kernel while it
+  // quantizes (each CTA folds its tile's maximum in), not by a second read of the input.
+  const bool amax_in_tiles = tiles > 0 && args.out.amax != nullptr && args.params.format == Format::nvfp4 &&
+                             args.tensor_amax != nullptr;
   if (derive) {
     p.amax = args.tensor_amax;
   } else {
-    const Status scales = write_tensor_scales_if_nvfp4(args, stream);
+    const Status scales = write_tensor_scales_and_amax(args, stream, amax_in_tiles);
     if (!scales.ok()) return scales;
   }
   if (tiles == 0) return {};
+  if (amax_in_tiles) {
+    p.amax_out = reinterpret_cast<uint32_t*>(args.out.amax);
+    const Status cleared =
+        cuda_status("quantize", cudaMemsetAsync(p.amax_out, 0, static_cast<size_t>(p.batch) * sizeof(float), stream));
+    if (!cleared.ok()) return cleared;
+  }
   p.batch_tiles = FastDiv(static_cast<uint32_t>(p.tiles_m * p.tiles_k));
   return quant::dispatch_tile_types(t.dtype, args.params.format, args.params.rule, [&](auto in, auto fmt, auto rule) {
     return quant::dispatch_directions(args.params.direction, [&](auto row, auto col) {
@@ -72,7 +82,13 @@ Status quantize(const QuantizeArgs& args, const QuantizeSizes& sizes) {
                                  quant::tile_order_band<quant::TileTraits<In, Fmt>, kRow, kCol>(p.tiles_k));
       auto kernel = quant::quantize_tile_kernel<In, Fmt, kRow, kCol, decltype(rule)::value>;
       if constexpr (Fmt::nv) {
-        if (derive) kernel = quant::quantize_tile_kernel<In, Fmt, kRow, kCol, decltype(rule)::value, true>;
+        constexpr ScaleRule kRule = decltype(rule)::value;
+        if (amax_in_tiles) {
+          kernel = derive ? quant::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule, true, true>
+                          : quant::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule, false, true>;
+        } else if (derive) {
+          kernel = quant::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule, true>;
+        }
       }
       const size_t smem = quant::tile_dynamic_smem<quant::TileTraits<In, Fmt>, kCol>();
       const Status st = quant::allow_dynamic_smem(kernel, smem);

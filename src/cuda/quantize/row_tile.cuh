@@ -123,9 +123,10 @@ struct RowScaleSlot {
 // chunk_at(i) gives the raw 16 bytes of pass i (tile row row0 + i * T::rows_per_pass), and
 // out.store<T>(i, codes) writes its codes. Every lane of the warp calls it. Lane l computes
 // the scale of its block in pass first + l % L, stores its byte at its `slot` and hands the
-// multiplier to the block's lanes by a shuffle per pass (poison flags by one ballot).
+// multiplier to the block's lanes by a shuffle per pass (poison flags by one ballot). Returns the
+// amax bits of the block whose scale this lane computed.
 template <class In, class Fmt, class ChunkAt, class Out>
-__device__ __forceinline__ void quantize_row_passes(const BlockScaler<Fmt>& scaler, ChunkAt chunk_at, int first,
+__device__ __forceinline__ uint32_t quantize_row_passes(const BlockScaler<Fmt>& scaler, ChunkAt chunk_at, int first,
                                                     const Out& out, const RowScaleSlot& slot, int row_rows) {
   using T = TileTraits<In, Fmt>;
   constexpr int L = T::lanes_per_block;
@@ -149,6 +150,7 @@ __device__ __forceinline__ void quantize_row_passes(const BlockScaler<Fmt>& scal
     const uint64_t codes = encode_codes<Fmt, T::vec>(x, block_mult, ((poisoned_passes >> q) & 1u) != 0);
     out.template store<T>(i, codes);
   }
+  return amax;
 }
 
 // Called before each group of L passes with the group's index (nothing by default).
@@ -168,8 +170,10 @@ struct WaitForPassGroup {
 };
 
 // All rowwise passes of this thread's chunk, L at a time; before_group(g) runs before group g.
+// Returns the largest amax bits of the blocks whose scales this thread computed: over the warp,
+// every block of its rows once (the tile amax, without another look at the elements).
 template <class In, class Fmt, class ChunkAt, class Out, class BeforeGroup = NoGroupWait>
-__device__ __forceinline__ void quantize_rows(const Problem& p, const TileCoord& c, const BlockScaler<Fmt>& scaler,
+__device__ __forceinline__ uint32_t quantize_rows(const Problem& p, const TileCoord& c, const BlockScaler<Fmt>& scaler,
                                               ChunkAt chunk_at, int row0, int chunk, const Out& out,
                                               uint8_t* row_scale_tile, BeforeGroup before_group = {}) {
   using T = TileTraits<In, Fmt>;
@@ -180,11 +184,13 @@ __device__ __forceinline__ void quantize_rows(const Problem& p, const TileCoord&
   slot.row = row0 + (chunk % L) * T::rows_per_pass;
   slot.at = row_scale_tile + staged_scale_offset(slot.row, chunk / L);
   slot.col_real = c.k0 / T::block + chunk / L < p.row_scale_cols;
+  uint32_t amax = 0;
 #pragma unroll
   for (int first = 0; first < T::passes; first += L) {
     before_group(first / L);
-    quantize_row_passes<In, Fmt>(scaler, chunk_at, first, out, slot, c.row_rows);
+    amax = max(amax, quantize_row_passes<In, Fmt>(scaler, chunk_at, first, out, slot, c.row_rows));
   }
+  return amax;
 }
 
 // Bytes of this thread's rowwise codes in a row (edge tiles: fewer than a load's).

@@ -71,9 +71,10 @@ __global__ void __launch_bounds__(kThreads) amax_rows_kernel(const AmaxProblem p
   cta_commit_max<kThreads>(m, p.out + blockIdx.y);
 }
 
-__global__ void tensor_scale_kernel(const float* amax, float* s_enc, float* s_dec, int64_t batch) {
+__global__ void tensor_scale_kernel(const float* amax, float* s_enc, float* s_dec, float* amax_out, int64_t batch) {
   for (int64_t b = int64_t{blockIdx.x} * blockDim.x + threadIdx.x; b < batch; b += int64_t{gridDim.x} * blockDim.x) {
     const num::Nvfp4TensorScale ts = num::nvfp4_tensor_scale(amax[b]);  // amax may be s_enc[b] itself
+    if (amax_out != nullptr) amax_out[b] = amax[b];
     s_enc[b] = ts.s_enc;
     s_dec[b] = ts.s_dec;
   }
@@ -121,7 +122,7 @@ Status tensor_amax_bits(const TensorView& in, uint32_t* bits, cudaStream_t strea
 }
 
 Status write_nvfp4_tensor_scales(const TensorView& in, const float* given, float* s_enc, float* s_dec,
-                                 cudaStream_t stream) {
+                                 float* amax_out, cudaStream_t stream) {
   if (in.batch == 0) return {};
   const float* amax = given;
   if (amax == nullptr) {
@@ -130,7 +131,7 @@ Status write_nvfp4_tensor_scales(const TensorView& in, const float* given, float
     amax = s_enc;
   }
   const unsigned blocks = static_cast<unsigned>(std::min<int64_t>(num::ceil_div(in.batch, kThreads), 1024));
-  tensor_scale_kernel<<<blocks, kThreads, 0, stream>>>(amax, s_enc, s_dec, in.batch);
+  tensor_scale_kernel<<<blocks, kThreads, 0, stream>>>(amax, s_enc, s_dec, amax_out, in.batch);
   return launch_status("quantize (nvfp4 tensor scales)");
 }
 

@@ -13,9 +13,10 @@ namespace mxq::cuda {
 Status tensor_amax_bits(const TensorView& in, uint32_t* bits, cudaStream_t stream);
 
 // s_enc[b], s_dec[b] of every batch from the caller's amax (`given`, device [batch]) or, when it is
-// null, from the tensor amax reduced on the device into s_enc's slots first. No allocation, no sync.
+// null, from the tensor amax reduced on the device into s_enc's slots first; that amax also into
+// amax_out[b] when amax_out is not null. No allocation, no sync.
 Status write_nvfp4_tensor_scales(const TensorView& in, const float* given, float* s_enc, float* s_dec,
-                                 cudaStream_t stream);
+                                 float* amax_out, cudaStream_t stream);
 
 // An nvfp4 quantize whose tile kernel can derive the tensor scales from the caller's amax itself:
 // the amax shares no byte with s_enc / s_dec (a delayed amax kept in an output slot must be read
@@ -30,10 +31,19 @@ inline bool tensor_scales_from_given_amax(const QuantizeArgs& a) {
   return disjoint(a.out.s_enc) && disjoint(a.out.s_dec);
 }
 
-// The tensor scales of an nvfp4 quantize (args.out.s_enc / s_dec), nothing for the MX formats.
-inline Status write_tensor_scales_if_nvfp4(const QuantizeArgs& a, cudaStream_t stream) {
+// The tensor scales of an nvfp4 quantize (args.out.s_enc / s_dec; none for the MX formats), and the
+// optional out.amax where no tile kernel finds it (amax_in_tile_kernel false): copied from the
+// computed amax, else by a reduction of its own.
+inline Status write_tensor_scales_and_amax(const QuantizeArgs& a, cudaStream_t stream, bool amax_in_tile_kernel = false) {
+  float* amax_out = amax_in_tile_kernel ? nullptr : a.out.amax;
+  const bool computed = a.params.format == Format::nvfp4 && a.tensor_amax == nullptr;
+  if (amax_out != nullptr && !computed) {
+    const Status st = tensor_amax_bits(a.input, reinterpret_cast<uint32_t*>(amax_out), stream);
+    if (!st.ok()) return st;
+  }
   if (a.params.format != Format::nvfp4) return {};
-  return write_nvfp4_tensor_scales(a.input, a.tensor_amax, a.out.s_enc, a.out.s_dec, stream);
+  return write_nvfp4_tensor_scales(a.input, a.tensor_amax, a.out.s_enc, a.out.s_dec, computed ? amax_out : nullptr,
+                                   stream);
 }
 
 }  // namespace mxq::cuda

@@ -31,6 +31,7 @@ struct Problem {
   float* s_enc = nullptr;         // nvfp4: the batch's tensor scales, written before the launch
   float* s_dec = nullptr;         // (or by the kernel: derive_tensor_scales)
   const float* amax = nullptr;    // nvfp4, kDerive kernels: the caller's amax
+  uint32_t* amax_out = nullptr;   // nvfp4, kAmaxOut kernels: QuantizeOutputs::amax as fp32 bits, cleared
   // Fast paths, valid for full tiles only: 16-byte input loads, vector data and scale stores.
   bool vec_in = false, vec_row_out = false, vec_col_out = false, vec_scales = false;
   bool elem_aligned = true;  // the input pointer is aligned to its element size

@@ -187,7 +187,7 @@ Status quantize_grouped(const QuantizeArgs& args, const QuantizeSizes& sizes) {
     if (!second_shaped.ok()) return second_shaped;
   }
   const cudaStream_t stream = as_stream(args.stream);
-  const Status scales = write_tensor_scales_if_nvfp4(args, stream);
+  const Status scales = write_tensor_scales_and_amax(args, stream);
   if (!scales.ok()) return scales;
   return quant::dispatch_tile_types(args.input.dtype, args.params.format, args.params.rule,
                                     [&](auto in, auto fmt, auto rule) {
