@@ -21,13 +21,16 @@ __all__ = [
 
 QuantizeResult = namedtuple(
     "QuantizeResult",
-    "row_data row_scales col_data col_scales s_enc s_dec padded_starts padded_ends")
+    "row_data row_scales col_data col_scales s_enc s_dec padded_starts padded_ends amax",
+    defaults=(None,))
 QuantizeResult.__doc__ = """Outputs of quantize; None where the call writes nothing.
 
 row_data / col_data: codes ([B,] Mr, K) resp. ([B,] K, Mc) (fp4: last dimension halved, two codes
 per byte). row_scales / col_scales: linear: ([B,] Mr, ceil(K/block)) resp. ([B,] K, ceil(Mc/block))
 (+G columns with token groups); blocked: flat ([B,] bytes). s_enc, s_dec: nvfp4 only, float32 (B,).
-padded_starts, padded_ends: int32 (G,), only when a direction pads."""
+padded_starts, padded_ends: int32 (G,), only when a direction pads. amax: float32 (B,) with
+with_amax: the amax of each batch of the input, as tensor_amax gives it (delayed scaling: the next
+nvfp4 call's tensor_amax)."""
 
 
 # The backends, imported on first use (cached in globals so that torch.compile traces a plain
@@ -63,7 +66,7 @@ def register_torch_ops():
 
 
 def quantize(x, format="mxfp8", direction="rowwise", scale_rule="rceil", scale_layout="blocked",
-             group_ends=None, pad_rowwise=0, pad_colwise=0, tensor_amax=None):
+             group_ends=None, pad_rowwise=0, pad_colwise=0, tensor_amax=None, with_amax=False):
     """Quantizes a 2-D (M, K) or 3-D (B, M, K) bf16/fp16/fp32 tensor (numpy: float32, float16, or
     uint16 bf16 bit patterns).
 
@@ -73,15 +76,16 @@ def quantize(x, format="mxfp8", direction="rowwise", scale_rule="rceil", scale_l
     cumulative token-group ends (2-D only), in the tensor's memory; rowwise scales are then
     grouped along M, colwise along K. pad_rowwise / pad_colwise: 0 or a power-of-two alignment A:
     that direction's groups start at multiples of A (fused pad). tensor_amax: nvfp4 only, an
-    optional float32 (B,) amax replacing the computed one.
+    optional float32 (B,) amax replacing the computed one. with_amax: also the amax of each batch
+    of x (QuantizeResult.amax; an nvfp4 call with tensor_amax finds it while it quantizes).
     Returns a QuantizeResult; grouped outputs are sized for the upper bound (host-known shapes).
     """
     if _is_numpy(x):
         outs = _core.quantize(_np_mod().ADAPTER, x, format, direction, scale_rule, scale_layout,
-                              group_ends, pad_rowwise, pad_colwise, tensor_amax)
+                              group_ends, pad_rowwise, pad_colwise, tensor_amax, with_amax)
     else:
         outs = _torch_mod().quantize(x, format, direction, scale_rule, scale_layout, group_ends,
-                                 pad_rowwise, pad_colwise, tensor_amax)
+                                     pad_rowwise, pad_colwise, tensor_amax, with_amax)
     return QuantizeResult(*outs)
 
 

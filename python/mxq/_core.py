@@ -57,8 +57,9 @@ def _numel(shape):
 
 
 def quantize(A, x, format, direction, scale_rule, scale_layout, group_ends, pad_rowwise,
-             pad_colwise, tensor_amax):
-    """The 8 outputs of docs/layouts.md, None where this call writes nothing."""
+             pad_colwise, tensor_amax, with_amax=False):
+    """The 8 outputs of docs/layouts.md, None where this call writes nothing, and with with_amax
+    the amax of each batch of x (float32 (B,), as tensor_amax(x)), else None."""
     lib = library()
     fmt = _enum(_abi.FORMAT, "format", format)
     rule = _enum(_abi.RULE, "scale_rule", scale_rule)
@@ -80,11 +81,12 @@ def quantize(A, x, format, direction, scale_rule, scale_layout, group_ends, pad_
     lib.check(lib.quantize_sizes(args, sizes))
     _expect(shapes, sizes)
     outs = tuple(A.empty(s, k, x) if s is not None else None for s, k in zip(shapes, keys))
+    amax_out = A.empty((B,), "f32", x) if with_amax else None
     args = _quantize_args.fill(*view, fmt, rule, layout, dirn, A.ptr(ends), G, pad_rowwise,
                                pad_colwise, A.ptr(amax), *(A.ptr(o) for o in outs), backend,
-                               stream, 0)
+                               stream, A.ptr(amax_out))
     lib.check(lib.quantize(args))
-    return outs
+    return outs + (amax_out,)
 
 
 def _expect(shapes, sizes):

@@ -155,7 +155,7 @@ def _present(format, direction, pad_rowwise, pad_colwise):
 
 def _quantize_dtypes(format):
     d, s = _EMPTY_DTYPES[_core.DATA_KEY[format]], _EMPTY_DTYPES[_core.SCALE_KEY[format]]
-    return (d, s, d, s, torch.float32, torch.float32, torch.int32, torch.int32)
+    return (d, s, d, s, torch.float32, torch.float32, torch.int32, torch.int32, torch.float32)
 
 
 # ---- custom ops -------------------------------------------------------------------------------
@@ -163,23 +163,24 @@ def _quantize_dtypes(format):
 @torch.library.custom_op("mxq::quantize", mutates_args=())
 def _quantize(x: Tensor, format: str, direction: str, scale_rule: str, scale_layout: str,
               group_ends: Optional[Tensor], pad_rowwise: int, pad_colwise: int,
-              tensor_amax: Optional[Tensor]
-              ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
+              tensor_amax: Optional[Tensor], with_amax: bool = False
+              ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
     with _device_of(x):
         outs = _core.quantize(ADAPTER, x, format, direction, scale_rule, scale_layout, group_ends,
-                              pad_rowwise, pad_colwise, tensor_amax)
+                              pad_rowwise, pad_colwise, tensor_amax, with_amax)
     return tuple(o if o is not None else torch.empty(0, dtype=dt, device=x.device)
                  for o, dt in zip(outs, _quantize_dtypes(format)))
 
 
 @_quantize.register_fake
 def _(x, format, direction, scale_rule, scale_layout, group_ends, pad_rowwise, pad_colwise,
-      tensor_amax):
+      tensor_amax, with_amax=False):
     batched = x.dim() == 3
     B = x.shape[0] if batched else 1
     G = group_ends.shape[0] if group_ends is not None else 0
     shapes = _shapes.quantize_shapes(format, direction, scale_layout, batched, B, x.shape[-2],
                                      x.shape[-1], G, pad_rowwise, pad_colwise)
+    shapes = tuple(shapes) + ((B,) if with_amax else None,)
     return tuple(x.new_empty(s if s is not None else (0,), dtype=dt)
                  for s, dt in zip(shapes, _quantize_dtypes(format)))
 
@@ -307,16 +308,16 @@ def as_group_ends(group_ends, like):
 
 
 def quantize(x, format, direction, scale_rule, scale_layout, group_ends, pad_rowwise, pad_colwise,
-             tensor_amax):
+             tensor_amax, with_amax=False):
     ends = as_group_ends(group_ends, x)
     if _direct(x):
         with _device_of(x):
             return _core.quantize(ADAPTER, x, format, direction, scale_rule, scale_layout, ends,
-                                  pad_rowwise, pad_colwise, tensor_amax)
+                                  pad_rowwise, pad_colwise, tensor_amax, with_amax)
     outs = torch.ops.mxq.quantize(x, format, direction, scale_rule, scale_layout, ends,
-                                  pad_rowwise, pad_colwise, tensor_amax)
-    return tuple(o if p else None
-                 for o, p in zip(outs, _present(format, direction, pad_rowwise, pad_colwise)))
+                                  pad_rowwise, pad_colwise, tensor_amax, with_amax)
+    present = _present(format, direction, pad_rowwise, pad_colwise) + (with_amax,)
+    return tuple(o if p else None for o, p in zip(outs, present))
 
 
 def dequantize(data, scales, shape, format, direction, scale_rule, scale_layout, group_ends,

@@ -124,6 +124,19 @@ def test_nvfp4_tensor_amax_override():
     np.testing.assert_allclose(auto.s_enc * auto.s_dec, 1.0, rtol=1e-6)
 
 
+def test_quantize_reports_the_amax_of_its_input():
+    x = rng(6).standard_normal((2, 64, 64)).astype(np.float32)
+    x[1, 3, 4] = np.float32(np.nan)
+    for fmt, given in (("mxfp8", None), ("nvfp4", None), ("nvfp4", np.float32([3.0, 4.0]))):
+        q = mxq.quantize(x, format=fmt, direction="both", tensor_amax=given, with_amax=True)
+        np.testing.assert_array_equal(q.amax.view(np.uint32), mxq.tensor_amax(x).view(np.uint32))
+        plain = mxq.quantize(x, format=fmt, direction="both", tensor_amax=given)
+        assert plain.amax is None
+        for a, b in zip(plain[:8], q[:8]):
+            if a is not None:
+                np.testing.assert_array_equal(a, b)
+
+
 def test_validate_group_ends():
     mxq.validate_group_ends(np.array([0, 5, 5, 10], np.int32), 10)
     with pytest.raises(mxq.InvalidOffsets, match=r"ends\[2\] \(6\)"):

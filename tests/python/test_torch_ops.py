@@ -121,6 +121,22 @@ def test_swizzle_matches_cpu_backend(device, axis):
 
 
 @pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("given", [False, True])
+def test_quantize_amax_output_matches_cpu_backend(device, given):
+    bits, x = bf16_pair((3, 130, 64), seed=7)
+    amax = [2.0, 3.0, 4.0] if given else None
+    with skip_unsupported():
+        q = mxq.quantize(x.to(device), format="nvfp4", direction="both", with_amax=True,
+                         tensor_amax=torch.tensor(amax, device=device) if given else None)
+    want = mxq.quantize(bits, format="nvfp4", direction="both", with_amax=True,
+                        tensor_amax=np.float32(amax) if given else None)
+    assert q.amax.dtype == torch.float32 and q.amax.shape == (3,)
+    for got, ref in zip(q, want):
+        if ref is not None:
+            assert_same_bytes(got, ref)
+
+
+@pytest.mark.parametrize("device", DEVICES)
 def test_tensor_amax_matches_cpu_backend(device):
     bits, x = bf16_pair((3, 50, 64), seed=6)
     with skip_unsupported():
