@@ -93,6 +93,7 @@ void fuzz_quantize(Bytes& in) {
   Out s_enc = sized(sz.tensor_scale_count * 4), s_dec = sized(sz.tensor_scale_count * 4);
   Out starts = sized(c.offsets ? sz.padded_offset_count * 4 : 0);
   Out ends = sized(c.offsets ? sz.padded_offset_count * 4 : 0);
+  Out amax = sized(c.amax_out ? q.input.batch * 4 : 0);
   q.out.row_data = row_data.ptr();
   q.out.row_scales = static_cast<uint8_t*>(row_scales.ptr());
   q.out.col_data = col_data.ptr();
@@ -101,7 +102,8 @@ void fuzz_quantize(Bytes& in) {
   q.out.s_dec = static_cast<float*>(s_dec.ptr());
   q.out.padded_starts = static_cast<int32_t*>(starts.ptr());
   q.out.padded_ends = static_cast<int32_t*>(ends.ptr());
-  const Status st = run_twice({&row_data, &row_scales, &col_data, &col_scales, &s_enc, &s_dec, &starts, &ends},
+  q.out.amax = static_cast<float*>(amax.ptr());
+  const Status st = run_twice({&row_data, &row_scales, &col_data, &col_scales, &s_enc, &s_dec, &starts, &ends, &amax},
                               [&] { return quantize(q); });
   if (!st.ok()) return;
   if (has_rowwise(q.params.direction))

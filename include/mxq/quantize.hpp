@@ -42,7 +42,8 @@ struct QuantizeOutputs {
   // Optional, [batch]: max |x| of each batch of the input in fp32 (NaN wins), exactly as
   // tensor_amax gives it. Delayed scaling without a second read: the next nvfp4 call's
   // tensor_amax (a separate buffer: it may not overlap tensor_amax, s_enc or s_dec). Found while
-  // quantizing by the nvfp4 quantize without token groups; the other calls run a reduction.
+  // quantizing by an nvfp4 quantize with a caller tensor_amax and no token groups; copied from
+  // the computed one by an nvfp4 quantize without; a reduction of the input in other calls.
   float* amax = nullptr;
 };
 

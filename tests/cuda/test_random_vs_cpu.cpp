@@ -37,8 +37,8 @@ T* as(uint8_t* p) {
   return reinterpret_cast<T*>(p);
 }
 
-// The quantize outputs at o's buffers 0-7 (row data, row scales, col data, col scales, s_enc,
-// s_dec, padded starts, padded ends), host or device.
+// The quantize outputs at o's buffers 0-8 (row data, row scales, col data, col scales, s_enc,
+// s_dec, padded starts, padded ends, amax), host or device.
 template <class At>
 QuantizeOutputs quantize_outputs(At&& at) {
   QuantizeOutputs out;
@@ -50,6 +50,7 @@ QuantizeOutputs quantize_outputs(At&& at) {
   out.s_dec = as<float>(at(5));
   out.padded_starts = as<int32_t>(at(6));
   out.padded_ends = as<int32_t>(at(7));
+  out.amax = as<float>(at(8));
   return out;
 }
 
@@ -133,7 +134,7 @@ void check_quantize(Bytes& in) {
   }
   const int64_t offsets = c.offsets ? sz.padded_offset_count * 4 : 0;
   Outputs o({sz.row_data_bytes, sz.row_scale_bytes, sz.col_data_bytes, sz.col_scale_bytes, sz.tensor_scale_count * 4,
-             sz.tensor_scale_count * 4, offsets, offsets});
+             sz.tensor_scale_count * 4, offsets, offsets, c.amax_out ? q.input.batch * 4 : 0});
   q.out = quantize_outputs([&](size_t i) { return o.h(i); });
   qd.out = quantize_outputs([&](size_t i) { return o.d(i); });
   if (!expect_same(o, what, [&] { return quantize(q); }, [&] { return quantize(qd); })) return;

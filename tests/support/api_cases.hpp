@@ -129,13 +129,14 @@ inline TokenGroups groups_of(const std::vector<int32_t>& ends) {
 }
 
 // A quantize call on host buffers; q.out is left for the caller. `offsets`: whether the caller
-// should pass padded_starts / padded_ends (optional outputs).
+// should pass padded_starts / padded_ends, `amax_out`: out.amax (optional outputs).
 struct QuantizeCase {
   Tensor input;
   std::vector<int32_t> ends;
   std::vector<float> amax;  // nvfp4 tensor_amax [batch]; empty: computed
   QuantizeArgs q;
   bool offsets = false;
+  bool amax_out = false;
 };
 inline QuantizeCase random_quantize_case(Bytes& in) {
   QuantizeCase c;
@@ -162,6 +163,7 @@ inline QuantizeCase random_quantize_case(Bytes& in) {
     q.tensor_amax = c.amax.data();
   }
   c.offsets = in.chance(128);
+  c.amax_out = in.chance(128);
   return c;
 }
 
