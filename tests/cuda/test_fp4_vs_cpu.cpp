@@ -382,21 +382,27 @@ TEST(CudaQuantizeAmaxOutput, EqualsTensorAmaxOnEveryPath) {
   }
 }
 
-TEST(CudaFp4Graph, ComputedAmaxQuantizeReplaysWithFreshInputs) {
+// An nvfp4 quantize captured in a CUDA graph, replayed with fresh inputs (a new amax each time):
+// with the amax computed, or `delayed`: the caller's amax in one buffer (a fresh one per replay)
+// and the input's amax written into another (out.amax).
+void expect_nvfp4_graph_replays(bool delayed) {
   MXQ_FRESH_RNG(rng);
   constexpr int64_t B = 2, M = 258, K = 384;
   CapturedGraph graph;
   HostTensor h = normal_tensor(rng, DType::bf16, B, M, K);
   DeviceTensor in(h);
+  DeviceBuffer given(B * 4), found(B * 4);
   QuantizeArgs q;
   q.input = in.view;
   q.params = params(Format::nvfp4, ScaleRule::rceil, ScaleLayout::blocked);
+  if (delayed) q.tensor_amax = reinterpret_cast<const float*>(given.get());
   q.backend = Backend::cuda;
   q.stream = graph.stream();
   QuantizeSizes s;
   ASSERT_TRUE(quantize_sizes(q, &s).ok());
   DeviceOutputs out(s);
   q.out = out.outputs(Direction::both);
+  if (delayed) q.out.amax = reinterpret_cast<float*>(found.get());
 
   MXQ_CUDA_CHECK(graph.begin_capture(cudaStreamCaptureModeGlobal));
   const Status qs = quantize(q);
@@ -408,57 +414,25 @@ TEST(CudaFp4Graph, ComputedAmaxQuantizeReplaysWithFreshInputs) {
     for (int64_t m = 0; m < M; ++m) h.set(1, m, 5, h.get(1, m, 5) * float(4 << replay));  // new amax each time
     in.buf.upload(h.bytes.data(), h.bytes.size());
     out.fill(uint8_t(kPoisonA + replay));
-    MXQ_CUDA_CHECK(graph.replay());
-    QuantizeRequest req;
-    req.params = q.params;
-    expect_outputs_equal(run_quantize(h, req), out.download(s), Direction::both);
-  }
-}
-
-// Delayed scaling in a CUDA graph: the captured nvfp4 quantize takes the amax in one buffer and
-// writes the input's amax into another; replays with fresh inputs and a fresh caller amax.
-TEST(CudaFp4Graph, DelayedAmaxQuantizeReplaysWithFreshInputs) {
-  MXQ_FRESH_RNG(rng);
-  constexpr int64_t B = 2, M = 258, K = 384;
-  CapturedGraph graph;
-  HostTensor h = normal_tensor(rng, DType::bf16, B, M, K);
-  DeviceTensor in(h);
-  DeviceBuffer given(B * 4), found(B * 4);
-  QuantizeArgs q;
-  q.input = in.view;
-  q.params = params(Format::nvfp4, ScaleRule::rceil, ScaleLayout::blocked);
-  q.tensor_amax = reinterpret_cast<const float*>(given.get());
-  q.backend = Backend::cuda;
-  q.stream = graph.stream();
-  QuantizeSizes s;
-  ASSERT_TRUE(quantize_sizes(q, &s).ok());
-  DeviceOutputs out(s);
-  q.out = out.outputs(Direction::both);
-  q.out.amax = reinterpret_cast<float*>(found.get());
-
-  MXQ_CUDA_CHECK(graph.begin_capture(cudaStreamCaptureModeGlobal));
-  const Status qs = quantize(q);
-  MXQ_CUDA_CHECK(graph.end_capture());
-  ASSERT_TRUE(qs.ok()) << qs.message();
-  for (int replay = 0; replay < 3; ++replay) {
-    SCOPED_TRACE(::testing::Message() << "replay " << replay);
-    h = normal_tensor(rng, DType::bf16, B, M, K);
-    h.set(1, 7, 5, float(16 << replay));  // a new amax each time
-    const std::vector<float> amax = {2.0f + replay, 3.0f};
-    in.buf.upload(h.bytes.data(), h.bytes.size());
-    given.upload(amax.data(), amax.size() * 4);
-    out.fill(uint8_t(kPoisonA + replay));
     found.fill(uint8_t(kPoisonA + replay));
-    MXQ_CUDA_CHECK(graph.replay());
     QuantizeRequest req;
     req.params = q.params;
-    req.tensor_amax = amax;
+    if (delayed) {
+      req.tensor_amax = {2.0f + replay, 3.0f};
+      given.upload(req.tensor_amax.data(), req.tensor_amax.size() * 4);
+    }
+    MXQ_CUDA_CHECK(graph.replay());
     expect_outputs_equal(run_quantize(h, req), out.download(s), Direction::both);
-    std::vector<float> want(B);
-    ASSERT_TRUE(tensor_amax(h.view(), want.data(), Backend::cpu).ok());
-    EXPECT_TRUE(bytes_equal(as_bytes(want), found.download(), "out.amax"));
+    if (delayed) {
+      std::vector<float> want(B);
+      ASSERT_TRUE(tensor_amax(h.view(), want.data(), Backend::cpu).ok());
+      EXPECT_TRUE(bytes_equal(as_bytes(want), found.download(), "out.amax"));
+    }
   }
 }
+
+TEST(CudaFp4Graph, ComputedAmaxQuantizeReplaysWithFreshInputs) { expect_nvfp4_graph_replays(false); }
+TEST(CudaFp4Graph, DelayedAmaxQuantizeReplaysWithFreshInputs) { expect_nvfp4_graph_replays(true); }
 
 TEST(CudaFp4Dequantize, MatchesCpuEveryFormatLayoutDirectionAndDtype) {
   MXQ_FRESH_RNG(rng);

@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "../abs_max.cuh"
 #include "col_tile.cuh"
 #include "row_tile.cuh"
 
@@ -96,16 +97,6 @@ constexpr size_t tile_dynamic_smem() {
   return COL ? static_cast<size_t>(T::staged_tile_bytes + T::col_out_tile_bytes) : 0;
 }
 
-// max abs_bits (the numerics core's amax bits, NaN wins) of the 16-bit inputs of one chunk: the
-// unsigned maximum of their 16-bit magnitudes, widened once (widening keeps their order, NaN
-// payloads included).
-template <class In>
-__device__ __forceinline__ uint32_t chunk_amax_bits_16(const uint4& v) {
-  static_assert(sizeof(typename In::Raw) == 2, "16-bit inputs");
-  const uint32_t m = __vmaxu2(__vmaxu2(v.x & 0x7FFF7FFFu, v.y & 0x7FFF7FFFu), __vmaxu2(v.z & 0x7FFF7FFFu, v.w & 0x7FFF7FFFu));
-  return num::abs_bits(In::to_float(static_cast<uint16_t>(max(m & 0xFFFFu, m >> 16))));
-}
-
 // The tile's amax into p.amax_out[c.b] (QuantizeOutputs::amax, cleared before the kernel), in two
 // steps around a barrier the tile has anyway, so that it adds none: share_warp_amax before it
 // (each warp's largest block amax into shared memory; the largest amax of the blocks each thread
@@ -137,7 +128,7 @@ __device__ __forceinline__ void commit_tile_amax(const Problem& p, const TileCoo
 #pragma unroll 1
       for (int i = lane; i < kTileRows * T::chunks_per_row; i += 32) {
         const int64_t k = c.k0 + (i % T::chunks_per_row) * T::vec;
-        amax = max(amax, chunk_amax_bits_16<In>(load_chunk_guarded<T>(p, c, in, i / T::chunks_per_row, k)));
+        amax = max(amax, abs_max_bits<In>(load_chunk_guarded<T>(p, c, in, i / T::chunks_per_row, k)));
       }
 #pragma unroll
       for (int off = 16; off > 0; off >>= 1) amax = max(amax, __shfl_xor_sync(0xFFFFFFFFu, amax, off));
