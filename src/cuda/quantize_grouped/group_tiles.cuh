@@ -241,15 +241,28 @@ __device__ void walk_groups_block(const GroupWalk& w, bool write_offsets, Visit&
 // Walks all groups; on return (after a barrier) s.group[i] holds the group of row tile
 // first_tile + i * stride for i < count <= Tiles (found false when the tile is past the last
 // group) and s.totals the sums over all groups. Every thread of the CTA must call it. Up to
-// kWarpWalkGroups groups one warp walks them, more the CTA.
-template <int Threads, int Tiles>
+// kWarpWalkGroups groups one warp walks them, more the CTA. kOneBarrier: with the one-warp walk,
+// warp 0 also resets the records (after issuing the loads of the offsets), so that the CTA waits
+// at one barrier instead of two.
+template <int Threads, int Tiles, bool kOneBarrier = false>
 __device__ void find_tile_groups(const GroupWalk& w, int32_t first_tile, int32_t stride, int count,
                                  bool write_offsets, GroupWalkStorage<Threads, Tiles>& s) {
-  if (threadIdx.x < Tiles) s.group[threadIdx.x].found = false;
-  __syncthreads();
+  static_assert(Tiles <= 32, "warp 0 resets the records");
   auto record = [&](int32_t start, int32_t n, const GroupSums& before, const GroupSums& mine) {
     record_group(start, n, before, mine, first_tile, stride, count, s.group);
   };
+  if (kOneBarrier && w.G <= kWarpWalkGroups) {
+    if (threadIdx.x < 32) {
+      const WarpEnds ends = load_warp_ends(w);
+      if (threadIdx.x < Tiles) s.group[threadIdx.x].found = false;
+      __syncwarp();
+      walk_groups_warp(w, ends, write_offsets, record, s.totals);
+    }
+    __syncthreads();
+    return;
+  }
+  if (threadIdx.x < Tiles) s.group[threadIdx.x].found = false;
+  __syncthreads();
   if (w.G <= kWarpWalkGroups) {
     if (threadIdx.x < 32) walk_groups_warp(w, load_warp_ends(w), write_offsets, record, s.totals);
   } else {

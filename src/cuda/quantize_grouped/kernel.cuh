@@ -7,7 +7,8 @@
 // The grid is sized on the host from an upper bound: tile_rows = ceil(rows / 128) + G row tiles,
 // tiles_k column tiles. A CTA takes up to kStripTiles row tiles, `stride` apart, at one column
 // tile, and walks the device-side offsets (group_tiles.cuh) once to find the groups of all of them
-// (a walk per tile cost a quarter of the speed). The CTAs take (strip, column tile) in the plain
+// (a walk per tile cost a quarter of the speed); with one tile per CTA (few groups) the one-tile
+// instantiation takes a shorter path to its first load (quantize_one_tile). The CTAs take (strip, column tile) in the plain
 // kernel's TileOrder: the column tile varies fastest, over all column tiles for both directions
 // (whole input rows together), over narrow bands for colwise alone (long runs of the transposed
 // rows together). Group g owns
@@ -117,15 +118,39 @@ __device__ void zero_ungrouped(const GroupedProblem& gp, const GroupTotals& t, i
   }
 }
 
-// A CTA owns one column tile of the row tiles r + i * strip_stride, (r, column tile) taken in the
-// order gp.order (quant::TileOrder over strip_stride x tiles_k).
+// One row tile per CTA (strip_tiles 1): the path from the CTA's start to its first load is what
+// a CTA pays before it moves any bytes, and at 16384 tokens most CTAs start in the first or the
+// last round, so it is kept short: warp 0 walks the offsets behind one barrier, every thread then
+// computes the tile's coordinates in registers from the group record and stages the tile (no
+// coordinates in shared memory, no barrier for them, no loop over strip tiles for the compiler to
+// hoist the colwise setup out of, ahead of the loads). H200, same run against the strips kernel
+// with one tile per CTA, 16384 tokens, dims 1536-7168, G = 1-16: colwise 1.7-4.7 % faster, both
+// 1.8-5.3 %. The same body as a branch inside the strips kernel made the strips 1-13 % slower
+// (registers and code of two tile bodies in one kernel), so it is an instantiation of its own.
 template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
-__global__ void __launch_bounds__(kThreads, (quant::TileTraits<In, Fmt>::min_ctas_per_sm))
-grouped_quantize_kernel(const GroupedProblem gp) {
+__device__ __forceinline__ void quantize_one_tile(const GroupedProblem& gp, const quant::TilePlace& at,
+                                                  uint4* staged, quant::TileScales<quant::TileTraits<In, Fmt>>& scales) {
   using T = quant::TileTraits<In, Fmt>;
-  // colwise: the staged input tile, then the staged output (aligned: see quantize_tile_kernel)
-  extern __shared__ __align__(128) uint4 staged[];
-  __shared__ quant::TileScales<T> scales;
+  __shared__ GroupWalkStorage<kThreads, 1> walk;
+  const quant::Problem& p = gp.tile;
+  const int32_t trow = static_cast<int32_t>(at.row), tk = static_cast<int32_t>(at.col);
+  find_tile_groups<kThreads, 1, true>(gp.walk, trow, 1, 1, blockIdx.x == 0, walk);
+  const TileGroup group = walk.group[0];
+  if (group.found) {
+    // K = 0: no columns to read and no colwise scale tile to write (see the strips kernel). No
+    // L2 prefetch hint here: measured without it (the strips' colwise gain from it is 0.5-1.5 %).
+    if (p.K > 0) quant::quantize_tile<In, Fmt, ROW, COL, kRule>(p, group_tile_coord<T>(gp, group, tk), staged, scales);
+  } else {
+    const GroupTotals& totals = walk.totals;
+    zero_ungrouped<T, ROW, COL>(gp, totals, trow - totals.tiles, gp.tile_rows - totals.tiles, tk);
+  }
+}
+
+// The strip of a CTA: one column tile of the row tiles r + i * strip_stride, r = at.row.
+template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
+__device__ __forceinline__ void quantize_strip(const GroupedProblem& gp, const quant::TilePlace& at, uint4* staged,
+                                               quant::TileScales<quant::TileTraits<In, Fmt>>& scales) {
+  using T = quant::TileTraits<In, Fmt>;
   __shared__ GroupWalkStorage<kThreads, kStripTiles> walk;
   // The tiles' coordinates live in shared memory: held in registers beside the tile code's they
   // made the 16-bit kernels spill under the 4-CTA register cap.
@@ -134,9 +159,6 @@ grouped_quantize_kernel(const GroupedProblem gp) {
   const quant::Problem& p = gp.tile;
   // 32-bit: the launcher keeps tile_rows x tiles_k below 2^31.
   const int32_t stride = static_cast<int32_t>(gp.strip_stride);
-  // Only colwise alone takes bands (quant::tile_order_band); row-major order needs one division
-  // (the general place() made the rowwise mxfp4 kernel spill).
-  const quant::TilePlace at = COL && !ROW ? gp.order.place(blockIdx.x) : gp.order.place_row_major(blockIdx.x);
   const int32_t trow0 = static_cast<int32_t>(at.row);
   const int32_t tk = static_cast<int32_t>(at.col);
   const int count = min(gp.strip_tiles, (static_cast<int32_t>(gp.tile_rows) - trow0 + stride - 1) / stride);
@@ -162,6 +184,25 @@ grouped_quantize_kernel(const GroupedProblem gp) {
     const GroupTotals& totals = walk.totals;
     const int32_t trow = trow0 + i * stride;
     zero_ungrouped<T, ROW, COL>(gp, totals, trow - totals.tiles, gp.tile_rows - totals.tiles, tk);
+  }
+}
+
+// CTA i takes (r, column tile) = gp.order's place i (quant::TileOrder over strip_stride x
+// tiles_k): the strip at row tile r, or with kOneTile (strip_tiles 1) row tile r alone.
+template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, bool kOneTile>
+__global__ void __launch_bounds__(kThreads, (quant::TileTraits<In, Fmt>::min_ctas_per_sm))
+grouped_quantize_kernel(const GroupedProblem gp) {
+  using T = quant::TileTraits<In, Fmt>;
+  // colwise: the staged input tile, then the staged output (aligned: see quantize_tile_kernel)
+  extern __shared__ __align__(128) uint4 staged[];
+  __shared__ quant::TileScales<T> scales;
+  // Only colwise alone takes bands (quant::tile_order_band); row-major order needs one division
+  // (the general place() made the rowwise mxfp4 kernel spill).
+  const quant::TilePlace at = COL && !ROW ? gp.order.place(blockIdx.x) : gp.order.place_row_major(blockIdx.x);
+  if constexpr (kOneTile) {
+    quantize_one_tile<In, Fmt, ROW, COL, kRule>(gp, at, staged, scales);
+  } else {
+    quantize_strip<In, Fmt, ROW, COL, kRule>(gp, at, staged, scales);
   }
 }
 

@@ -59,18 +59,17 @@ GroupedProblem make_problem(const QuantizeArgs& a, const QuantizeSizes& sizes) {
 // was 2243 us when strips needed at least one round of CTAs against 2266 us at four rounds (both
 // directions 0.82 -> 0.85-0.87 at dims 1536 and 2048, G = 64 rowwise 0.80 -> 0.85; but rowwise at
 // 16384 x 1536, G = 8, 0.95 -> 0.91).
-// Both directions keep one tile per CTA up to kOneTileRounds rounds of CTAs: H100, same run,
-// 16384 tokens, dims 1536-7168, G = 1-64, one-tile CTAs against two-tile strips: both 0.1-4.3 %
-// faster in 15 of 16 cases (G = 64: 0.818 -> 0.853 at dim 1536, 0.840 -> 0.867 at dim 2048), the
-// other one 0.9 % slower (dim 7168, G = 64: 20 rounds, past this limit). Colwise alone takes one
-// tile per CTA too where the groups add less than a quarter to the row tiles of one group (G <= 16
-// at 16384 tokens): H100, same run against the strips, three repetitions, 16384 tokens, G = 1-16:
-// +1.2-1.9 % at dim 2048 (0.857 -> 0.877 at G = 8), +0.8-0.9 % at dims 5120 / 7168, equal at dim
-// 1536; with more groups it lost 3.5 % (G = 64, dims 5120 / 7168; sessions 9 and 15) and keeps
-// the strips. Only where HBM feeds each SM at most kFastMemoryGbpsPerSm (launch_shape.cuh): on an
-// H200 (36 GB/s per SM against the H100's 25) the same comparison for both directions, same
-// binary, favoured the strips (16384 tokens, dims 1536-7168, G = 8-64: 0-6 % faster, e.g. 0.768
-// -> 0.807 at dim 1536, G = 8; G = 1: 1-1.5 % slower).
+// One tile per CTA (the one-tile kernel, kernel.cuh) wherever the groups add less than a quarter
+// to the row tiles of one group (few_groups: G <= 16 at 16384 tokens, G <= 64 at 131072), on
+// every GPU and at any number of rounds: H200, same run against session 21's rule (two-tile
+// strips there), 16384 and 131072 tokens, dims 1536-7168: colwise 1.1-6.8 % and both 0.7-7.0 %
+// faster, no case slower. Both directions also take one tile per CTA with more groups on slow
+// memory (kFastMemoryGbpsPerSm, launch_shape.cuh) up to kOneTileRounds rounds of CTAs: H100, same
+// run, 16384 tokens, G = 64, one-tile CTAs through the strips kernel against two-tile strips:
+// 0.818 -> 0.853 at dim 1536, 0.840 -> 0.867 at dim 2048, 0.9 % slower at dim 7168 (20 rounds,
+// past this limit). With more groups colwise alone keeps the strips (one tile lost 3.5 % at
+// G = 64, dims 5120 / 7168; sessions 9 and 15), and so does both directions on fast memory (H200,
+// 16384 tokens, G = 8-64: the strips 0-6 % faster through the strips kernel).
 constexpr int64_t kOneTileRounds = 16;
 
 // Strides from the typical row tiles, on fast memory, where many groups inflate the grid's bound
@@ -98,9 +97,8 @@ Strips choose_strips(bool both, bool fast_memory, int64_t tile_rows, int64_t typ
                      int64_t slots) {
   const int64_t tiles = tile_rows * tiles_k;
   const bool few_groups = 4 * tile_rows < 5 * typical_rows;
-  const int strip = !fast_memory && tiles <= kOneTileRounds * slots && (both || few_groups)
-                        ? 1
-                        : static_cast<int>(std::clamp(tiles / slots, int64_t{1}, int64_t{qgroup::kMaxStrip}));
+  const bool one_tile = few_groups || (!fast_memory && both && tiles <= kOneTileRounds * slots);
+  const int strip = one_tile ? 1 : static_cast<int>(std::clamp(tiles / slots, int64_t{1}, int64_t{qgroup::kMaxStrip}));
   const int64_t stride = num::ceil_div(tile_rows, int64_t{strip});
   if (fast_memory && !few_groups && stride * tiles_k >= kTypicalStrideRounds * slots) {
     const int64_t typical = std::max(num::ceil_div(typical_rows, int64_t{strip}),
@@ -163,7 +161,8 @@ Status launch(GroupedProblem p, cudaStream_t stream) {
   p.order = quant::TileOrder(static_cast<uint32_t>(p.strip_stride), static_cast<uint32_t>(p.tiles_k),
                              quant::tile_order_band<T, ROW, COL>(p.tiles_k));
   const int64_t ctas = p.strip_stride * p.tiles_k;
-  auto kernel = qgroup::grouped_quantize_kernel<In, Fmt, ROW, COL, kRule>;
+  auto kernel = p.strip_tiles == 1 ? qgroup::grouped_quantize_kernel<In, Fmt, ROW, COL, kRule, true>
+                                    : qgroup::grouped_quantize_kernel<In, Fmt, ROW, COL, kRule, false>;
   const size_t smem = quant::tile_dynamic_smem<T, COL>();
   const Status st = quant::allow_dynamic_smem(kernel, smem);
   if (!st.ok()) return st;
