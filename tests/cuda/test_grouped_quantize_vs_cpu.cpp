@@ -173,15 +173,32 @@ TEST(CudaGroupedQuantize, ManyGroupsSpanSeveralChunksOfTheWalk) {
   }
 }
 
-// Enough row tiles that each CTA takes a strip of several row tiles (the launcher keeps one round
-// of CTAs and puts the rest into strips); rowwise alone takes tiles of the input rows.
-TEST(CudaGroupedQuantize, LargeTensorsUseStripsOfRowTiles) {
+// Many row tiles: with 8 groups every CTA takes one row tile (the one-tile kernel); with 96 groups
+// (more than the one-warp walk takes) colwise CTAs take strips of several row tiles; rowwise
+// alone takes tiles of the input rows.
+TEST(CudaGroupedQuantize, LargeTensorsUseOneTileOrStripsOfRowTiles) {
   if (quick_mode()) GTEST_SKIP() << "large shapes";
   MXQ_FRESH_RNG(rng);
-  const std::vector<int32_t> ends = random_group_ends(rng, 40000, 8, 2, 78);
   const HostTensor h = normal_tensor(rng, DType::bf16, 1, 40000, 2048);
-  for (Format f : kFormats) {
-    for (Padding pad : {Padding{32, 0}, Padding{0, 32}}) {
+  for (int64_t G : {8, 96}) {
+    const std::vector<int32_t> ends = random_group_ends(rng, 40000, G, 2, 78);
+    for (Format f : kFormats) {
+      for (Padding pad : {Padding{32, 0}, Padding{0, 32}}) {
+        expect_grouped_matches_cpu(h, grouped_request(f, ScaleRule::rceil, ScaleLayout::blocked, ends, pad));
+      }
+    }
+  }
+}
+
+// Few groups for the rows (one row tile per CTA) but more than the one-warp walk takes: the
+// one-tile kernel behind the CTA's block walk; a partial column tile.
+TEST(CudaGroupedQuantize, OneTilePerCtaWithTheBlockWalk) {
+  MXQ_FRESH_RNG(rng);
+  const int64_t M = 65536, G = 100;
+  const HostTensor h = normal_tensor(rng, DType::bf16, 1, M, 72);
+  const std::vector<int32_t> ends = random_group_ends(rng, M, G, 32, 40);
+  for (Format f : {Format::mxfp8, Format::nvfp4}) {
+    for (Padding pad : {Padding{0, 0}, Padding{32, 32}}) {
       expect_grouped_matches_cpu(h, grouped_request(f, ScaleRule::rceil, ScaleLayout::blocked, ends, pad));
     }
   }
