@@ -183,11 +183,13 @@ void add_fp4(const CaseSizes& s, std::vector<BenchCase>& out) {
     for (Format f : {Format::mxfp4, Format::nvfp4})
       for (Direction d : kDirections) out.push_back(at(quantize_case(f, d), shape));
   for (int64_t m : s.group_tokens)
-    for (Format f : {Format::mxfp4, Format::nvfp4}) {
-      BenchCase c = quantize_case(f, Direction::rowwise);
-      c.groups = 8;
-      out.push_back(at(c, {1, m, s.group_dims.back()}));
-    }
+    for (Format f : {Format::mxfp4, Format::nvfp4})
+      for (Direction d : kDirections) {  // colwise and both: K-groups padded to the block
+        BenchCase c = quantize_case(f, d);
+        c.groups = 8;
+        if (d != Direction::rowwise) c.pad_colwise = kGroupAlignment;
+        out.push_back(at(c, {1, m, s.group_dims.back()}));
+      }
   for (const BenchShape& shape : s.dequantize)
     for (Format f : {Format::mxfp4, Format::nvfp4})
       for (Direction d : {Direction::rowwise, Direction::colwise}) {

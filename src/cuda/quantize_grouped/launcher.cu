@@ -61,9 +61,9 @@ GroupedProblem make_problem(const QuantizeArgs& a, const QuantizeSizes& sizes) {
 // 16384 x 1536, G = 8, 0.95 -> 0.91).
 // One tile per CTA (the one-tile kernel, kernel.cuh) wherever the groups add less than a quarter
 // to the row tiles of one group (few_groups: G <= 16 at 16384 tokens, G <= 64 at 131072), on
-// every GPU and at any number of rounds: H200, same run against session 21's rule (two-tile
-// strips there), 16384 and 131072 tokens, dims 1536-7168: colwise 1.1-6.8 % and both 0.7-7.0 %
-// faster, no case slower. Both directions also take one tile per CTA with more groups on slow
+// every GPU and at any number of rounds (FP4 colwise alone: up to kFp4ColwiseOneTileRounds): H200,
+// mxfp8, same run against session 21's rule (two-tile strips there), 16384 and 131072 tokens,
+// dims 1536-7168: colwise 1.1-6.8 % and both 0.7-7.0 % faster, no case slower. Both directions also take one tile per CTA with more groups on slow
 // memory (kFastMemoryGbpsPerSm, launch_shape.cuh) up to kOneTileRounds rounds of CTAs: H100, same
 // run, 16384 tokens, G = 64, one-tile CTAs through the strips kernel against two-tile strips:
 // 0.818 -> 0.853 at dim 1536, 0.840 -> 0.867 at dim 2048, 0.9 % slower at dim 7168 (20 rounds,
@@ -71,6 +71,11 @@ GroupedProblem make_problem(const QuantizeArgs& a, const QuantizeSizes& sizes) {
 // G = 64, dims 5120 / 7168; sessions 9 and 15), and so does both directions on fast memory (H200,
 // 16384 tokens, G = 8-64: the strips 0-6 % faster through the strips kernel).
 constexpr int64_t kOneTileRounds = 16;
+// FP4 colwise alone keeps the strips beyond a few rounds of CTAs: H200, same run, 8 groups, one
+// tile per CTA against two-tile strips: 3.5-6 % faster at 16384 x 1536 (3 rounds), 0.5-1.3 %
+// slower at 16384 x 7168 (15 rounds), 1.3-4.4 % slower at 65536 and 131072 tokens (mxfp8 colwise
+// and FP4 both directions gain from one tile at every size).
+constexpr int64_t kFp4ColwiseOneTileRounds = 4;
 
 // Strides from the typical row tiles, on fast memory, where many groups inflate the grid's bound
 // (at least 5/4 of ceil(rows / 128) + 1) and the strips take at least kTypicalStrideRounds rounds of
@@ -93,11 +98,12 @@ struct Strips {
 };
 
 // tile_rows: the grid's bound of row tiles; typical_rows: those of one group, ceil(rows / 128) + 1.
-Strips choose_strips(bool both, bool fast_memory, int64_t tile_rows, int64_t typical_rows, int64_t tiles_k,
-                     int64_t slots) {
+Strips choose_strips(bool both, bool fp4_colwise, bool fast_memory, int64_t tile_rows, int64_t typical_rows,
+                     int64_t tiles_k, int64_t slots) {
   const int64_t tiles = tile_rows * tiles_k;
   const bool few_groups = 4 * tile_rows < 5 * typical_rows;
-  const bool one_tile = few_groups || (!fast_memory && both && tiles <= kOneTileRounds * slots);
+  const bool one_tile = (few_groups && !(fp4_colwise && tiles > kFp4ColwiseOneTileRounds * slots)) ||
+                        (!fast_memory && both && tiles <= kOneTileRounds * slots);
   const int strip = one_tile ? 1 : static_cast<int>(std::clamp(tiles / slots, int64_t{1}, int64_t{qgroup::kMaxStrip}));
   const int64_t stride = num::ceil_div(tile_rows, int64_t{strip});
   if (fast_memory && !few_groups && stride * tiles_k >= kTypicalStrideRounds * slots) {
@@ -154,7 +160,7 @@ Status launch(GroupedProblem p, cudaStream_t stream) {
       return launch_rows<In, Fmt, kRule>(p, input_row_tiles * p.tiles_k, stream);
     }
   }
-  const Strips strips = choose_strips(ROW && COL, fast_memory_per_sm(), p.tile_rows,
+  const Strips strips = choose_strips(ROW && COL, COL && !ROW && T::elem_bits == 4, fast_memory_per_sm(), p.tile_rows,
                                       num::ceil_div(p.tile.M, int64_t{qgroup::kTileRows}) + 1, p.tiles_k, slots);
   p.strip_tiles = strips.tiles;
   p.strip_stride = strips.stride;
