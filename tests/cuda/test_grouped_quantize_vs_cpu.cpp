@@ -173,9 +173,9 @@ TEST(CudaGroupedQuantize, ManyGroupsSpanSeveralChunksOfTheWalk) {
   }
 }
 
-// Many row tiles: with 8 groups every CTA takes one row tile (the one-tile kernel); with 96 groups
-// (more than the one-warp walk takes) colwise CTAs take strips of several row tiles; rowwise
-// alone takes tiles of the input rows.
+// Many row tiles: with 8 groups CTAs take one row tile each (the one-tile kernel; FP4 colwise
+// alone takes strips at this size), with 96 groups (more than the one-warp walk takes) colwise
+// CTAs take strips of several row tiles; rowwise alone takes tiles of the input rows.
 TEST(CudaGroupedQuantize, LargeTensorsUseOneTileOrStripsOfRowTiles) {
   if (quick_mode()) GTEST_SKIP() << "large shapes";
   MXQ_FRESH_RNG(rng);

@@ -8,10 +8,10 @@
 // tiles_k column tiles. A CTA takes up to kStripTiles row tiles, `stride` apart, at one column
 // tile, and walks the device-side offsets (group_tiles.cuh) once to find the groups of all of them
 // (a walk per tile cost a quarter of the speed); with one tile per CTA (few groups) the one-tile
-// instantiation takes a shorter path to its first load (quantize_one_tile). The CTAs take (strip, column tile) in the plain
-// kernel's TileOrder: the column tile varies fastest, over all column tiles for both directions
-// (whole input rows together), over narrow bands for colwise alone (long runs of the transposed
-// rows together). Group g owns
+// instantiation takes a shorter path to its first load (quantize_one_tile). The CTAs take (strip,
+// column tile) in the plain kernel's TileOrder: the column tile varies fastest, over all column
+// tiles for both directions (whole input rows together), over narrow bands for colwise alone
+// (long runs of the transposed rows together). Group g owns
 // ceil(rows_g / 128) consecutive row tiles, tile t covering its local rows [128 t, 128 t + 128),
 // and each such tile owns whole 512-byte blocked scale tiles per direction. CTAs whose row tile
 // lies past the last group zero the bytes that belong to no group (zero_fill.cuh); there is always
@@ -123,13 +123,14 @@ __device__ void zero_ungrouped(const GroupedProblem& gp, const GroupTotals& t, i
 // last round, so it is kept short: warp 0 walks the offsets behind one barrier, every thread then
 // computes the tile's coordinates in registers from the group record and stages the tile (no
 // coordinates in shared memory, no barrier for them, no loop over strip tiles for the compiler to
-// hoist the colwise setup out of, ahead of the loads). H200, same run against the strips kernel
-// with one tile per CTA, 16384 tokens, dims 1536-7168, G = 1-16: colwise 1.7-4.7 % faster, both
-// 1.8-5.3 %. The same body as a branch inside the strips kernel made the strips 1-13 % slower
-// (registers and code of two tile bodies in one kernel), so it is an instantiation of its own.
+// hoist the colwise setup out of, ahead of the loads). H200, mxfp8, same run against the strips
+// kernel with one tile per CTA, 16384 tokens, dims 1536-7168, G = 1-16: colwise 1.7-4.7 %
+// faster, both 1.8-5.3 %. The same body as a branch inside the strips kernel made the strips
+// 1-13 % slower (registers and code of two tile bodies in one kernel), so it is an instantiation
+// of its own.
 template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
-__device__ __forceinline__ void quantize_one_tile(const GroupedProblem& gp, const quant::TilePlace& at,
-                                                  uint4* staged, quant::TileScales<quant::TileTraits<In, Fmt>>& scales) {
+__device__ __forceinline__ void quantize_one_tile(const GroupedProblem& gp, const quant::TilePlace& at, uint4* staged,
+                                                  quant::TileScales<quant::TileTraits<In, Fmt>>& scales) {
   using T = quant::TileTraits<In, Fmt>;
   __shared__ GroupWalkStorage<kThreads, 1> walk;
   const quant::Problem& p = gp.tile;

@@ -63,9 +63,10 @@ GroupedProblem make_problem(const QuantizeArgs& a, const QuantizeSizes& sizes) {
 // to the row tiles of one group (few_groups: G <= 16 at 16384 tokens, G <= 64 at 131072), on
 // every GPU and at any number of rounds (FP4 colwise alone: up to kFp4ColwiseOneTileRounds): H200,
 // mxfp8, same run against session 21's rule (two-tile strips there), 16384 and 131072 tokens,
-// dims 1536-7168: colwise 1.1-6.8 % and both 0.7-7.0 % faster, no case slower. Both directions also take one tile per CTA with more groups on slow
-// memory (kFastMemoryGbpsPerSm, launch_shape.cuh) up to kOneTileRounds rounds of CTAs: H100, same
-// run, 16384 tokens, G = 64, one-tile CTAs through the strips kernel against two-tile strips:
+// dims 1536-7168: colwise 1.1-6.8 % and both 0.7-7.0 % faster, no case slower. Both directions
+// also take one tile per CTA with more groups on slow memory (kFastMemoryGbpsPerSm,
+// launch_shape.cuh) up to kOneTileRounds rounds of CTAs: H100, same run, 16384 tokens, G = 64,
+// one-tile CTAs through the strips kernel against two-tile strips:
 // 0.818 -> 0.853 at dim 1536, 0.840 -> 0.867 at dim 2048, 0.9 % slower at dim 7168 (20 rounds,
 // past this limit). With more groups colwise alone keeps the strips (one tile lost 3.5 % at
 // G = 64, dims 5120 / 7168; sessions 9 and 15), and so does both directions on fast memory (H200,
