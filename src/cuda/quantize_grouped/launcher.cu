@@ -69,9 +69,14 @@ GroupedProblem make_problem(const QuantizeArgs& a, const QuantizeSizes& sizes) {
 // one-tile CTAs through the strips kernel against two-tile strips:
 // 0.818 -> 0.853 at dim 1536, 0.840 -> 0.867 at dim 2048, 0.9 % slower at dim 7168 (20 rounds,
 // past this limit). With more groups colwise alone keeps the strips (one tile lost 3.5 % at
-// G = 64, dims 5120 / 7168; sessions 9 and 15), and so does both directions on fast memory (H200,
-// 16384 tokens, G = 8-64: the strips 0-6 % faster through the strips kernel).
+// G = 64, dims 5120 / 7168; sessions 9 and 15), and so does both directions on fast memory
+// beyond kFastBothOneTileRounds.
 constexpr int64_t kOneTileRounds = 16;
+// On fast memory both directions with many groups take one tile per CTA up to 8 rounds: H200,
+// same run, 16384 tokens, G = 64, the one-tile kernel against the strips: 7.6 % faster at dim
+// 1536 (4.7 rounds, 0.717 -> 0.779 of the copy), 4.0 % at dim 2048 (6.3 rounds); the one-tile
+// path was 2-2.5 % slower at dims 5120 / 7168 (16-22 rounds).
+constexpr int64_t kFastBothOneTileRounds = 8;
 // FP4 colwise alone keeps the strips beyond a few rounds of CTAs: H200, same run, 8 groups, one
 // tile per CTA against two-tile strips: 3.5-6 % faster at 16384 x 1536 (3 rounds), 0.5-1.3 %
 // slower at 16384 x 7168 (15 rounds), 1.3-4.4 % slower at 65536 and 131072 tokens (mxfp8 colwise
@@ -104,10 +109,10 @@ Strips choose_strips(bool both, bool fp4_colwise, bool fast_memory, int64_t tile
   const int64_t tiles = tile_rows * tiles_k;
   const bool few_groups = 4 * tile_rows < 5 * typical_rows;
   const bool one_tile = (few_groups && !(fp4_colwise && tiles > kFp4ColwiseOneTileRounds * slots)) ||
-                        (!fast_memory && both && tiles <= kOneTileRounds * slots);
+                        (both && tiles <= (fast_memory ? kFastBothOneTileRounds : kOneTileRounds) * slots);
   const int strip = one_tile ? 1 : static_cast<int>(std::clamp(tiles / slots, int64_t{1}, int64_t{qgroup::kMaxStrip}));
   const int64_t stride = num::ceil_div(tile_rows, int64_t{strip});
-  if (fast_memory && !few_groups && stride * tiles_k >= kTypicalStrideRounds * slots) {
+  if (!one_tile && fast_memory && !few_groups && stride * tiles_k >= kTypicalStrideRounds * slots) {
     const int64_t typical = std::max(num::ceil_div(typical_rows, int64_t{strip}),
                                      num::ceil_div(tile_rows, int64_t{qgroup::kStripTiles}));
     return {static_cast<int>(num::ceil_div(tile_rows, typical)), typical};
