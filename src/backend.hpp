@@ -3,6 +3,17 @@
 #pragma once
 #include <mxq/mxq.hpp>
 
+#include <cstdint>
+
+namespace mxq {
+// Whether the byte ranges [a, a + a_bytes) and [b, b + b_bytes) share no byte; a null b shares none.
+inline bool disjoint_bytes(const void* a, uint64_t a_bytes, const void* b, uint64_t b_bytes) {
+  if (b == nullptr) return true;
+  const uint64_t a0 = reinterpret_cast<uintptr_t>(a), b0 = reinterpret_cast<uintptr_t>(b);
+  return a0 + a_bytes <= b0 || b0 + b_bytes <= a0;
+}
+}  // namespace mxq
+
 namespace mxq::cpu {
 Status quantize(const QuantizeArgs& args, const QuantizeSizes& sizes);
 Status dequantize(const DequantizeArgs& args);

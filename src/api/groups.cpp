@@ -29,8 +29,7 @@ Status padded_output_rows(const char* op, int64_t M, const TokenGroups& g, int32
 Status check_amax(const char* op, const float* amax, DType dtype, const void* out, int64_t out_bytes) {
   if (amax == nullptr) return {};
   MXQ_TRY(api::check_float_dtype(op, "input.dtype (with amax)", dtype));
-  const auto a = reinterpret_cast<uintptr_t>(amax), o = reinterpret_cast<uintptr_t>(out);
-  MXQ_REQUIRE(a + sizeof(float) <= o || o + uint64_t(out_bytes) <= a, "amax must not overlap out");
+  MXQ_REQUIRE(disjoint_bytes(amax, sizeof(float), out, uint64_t(out_bytes)), "amax must not overlap out");
   return {};
 }
 

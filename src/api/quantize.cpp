@@ -49,11 +49,8 @@ Status validate_outputs(const char* op, const QuantizeArgs& a, const QuantizeSiz
   }
   if (o.amax != nullptr) {
     // Read and written by different kernels (and by every CTA): no byte may be shared.
-    const uint64_t a0 = reinterpret_cast<uintptr_t>(o.amax), bytes = uint64_t(a.input.batch) * sizeof(float);
-    const auto apart = [&](const float* p) {
-      const uint64_t b0 = reinterpret_cast<uintptr_t>(p);
-      return p == nullptr || a0 + bytes <= b0 || b0 + bytes <= a0;
-    };
+    const uint64_t bytes = uint64_t(a.input.batch) * sizeof(float);
+    const auto apart = [&](const float* p) { return disjoint_bytes(o.amax, bytes, p, bytes); };
     MXQ_REQUIRE(apart(a.tensor_amax) && apart(o.s_enc) && apart(o.s_dec),
                 "out.amax must not overlap tensor_amax, out.s_enc or out.s_dec (give the next call's "
                 "delayed amax its own buffer)");

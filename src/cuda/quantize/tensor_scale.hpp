@@ -6,6 +6,8 @@
 
 #include <mxq/mxq.hpp>
 
+#include "backend.hpp"
+
 namespace mxq::cuda {
 
 // max |x| per batch of `in` as fp32 bit patterns (the unsigned max, so NaN wins) into bits[batch]:
@@ -23,12 +25,9 @@ Status write_nvfp4_tensor_scales(const TensorView& in, const float* given, float
 // before any CTA overwrites it, so that case keeps the separate kernel, which reads it first).
 inline bool tensor_scales_from_given_amax(const QuantizeArgs& a) {
   if (a.params.format != Format::nvfp4 || a.tensor_amax == nullptr) return false;
-  const uintptr_t amax = reinterpret_cast<uintptr_t>(a.tensor_amax), bytes = a.input.batch * sizeof(float);
-  const auto disjoint = [&](const float* out) {
-    const uintptr_t o = reinterpret_cast<uintptr_t>(out);
-    return out == nullptr || amax + bytes <= o || o + bytes <= amax;
-  };
-  return disjoint(a.out.s_enc) && disjoint(a.out.s_dec);
+  const uint64_t bytes = uint64_t(a.input.batch) * sizeof(float);
+  return disjoint_bytes(a.tensor_amax, bytes, a.out.s_enc, bytes) &&
+         disjoint_bytes(a.tensor_amax, bytes, a.out.s_dec, bytes);
 }
 
 // The tensor scales of an nvfp4 quantize (args.out.s_enc / s_dec; none for the MX formats), and the
