@@ -198,6 +198,11 @@ grouped_rows_kernel(const GroupedProblem gp) {
   __syncthreads();
   map_rows();
   __syncthreads();
+  // The zero stores need only the walk, so they go out while the tile's copies are in flight.
+  // After the passes they lengthened every CTA's tail, even with no bytes to zero: H200, 16384
+  // tokens, same run, grouped rowwise and fused 1-4 % faster at dims 1536 / 2048, 1 % at 7168.
+  zero_group_tails<T>(gp, c, s, tile_end, tid);
+  zero_ungrouped<T, true, false>(gp, s.totals, tm, max(p.tiles_m, int64_t{1}), c.tk);
 
   GroupRowOut out;
   out.out_row = s.out_row;
@@ -211,8 +216,6 @@ grouped_rows_kernel(const GroupedProblem gp) {
                                 quant::WaitForPassGroup<T>{});
   __syncthreads();
   store_row_scales<T>(p, c, s.scale_row, scales.row, tid);
-  zero_group_tails<T>(gp, c, s, tile_end, tid);
-  zero_ungrouped<T, true, false>(gp, s.totals, tm, max(p.tiles_m, int64_t{1}), c.tk);
 }
 
 }  // namespace mxq::cuda::qgroup
