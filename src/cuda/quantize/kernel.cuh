@@ -139,9 +139,10 @@ __device__ __forceinline__ void commit_tile_amax(const Problem& p, const TileCoo
 
 // One tile: every thread of the CTA calls it. The caller synchronises the CTA before reusing the
 // shared memory for another tile. kFetch256: stage_tile's L2 prefetch hint. kDerive:
-// derive_tensor_scales. kAmaxOut: the tile's amax into p.amax_out (share_warp_amax).
+// derive_tensor_scales. kAmaxOut: the tile's amax into p.amax_out (share_warp_amax). kRowsLand:
+// both directions start the rowwise passes as their copies land with 8-bit codes too.
 template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, bool kFetch256 = false, bool kDerive = false,
-          bool kAmaxOut = false>
+          bool kAmaxOut = false, bool kRowsLand = false>
 __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord& c, uint4* staged_tile,
                                               TileScales<TileTraits<In, Fmt>>& scales) {
   using T = TileTraits<In, Fmt>;
@@ -169,8 +170,9 @@ __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord&
     // them starts once its own copies have landed (one commit group each) and the colwise pass,
     // which reads every thread's, follows a barrier. H200, same run: mxfp4 both +0.6-1.8 %, nvfp4
     // +0.1-1.3 %; mxfp8 both gained up to 1.9 % at 16384 tokens but lost up to 0.7 % at 131072, so
-    // it waits for the whole tile first.
-    constexpr bool kRowsAsTheyLand = ROW && T::elem_bits == 4;
+    // it waits for the whole tile first, unless the caller asks (kRowsLand: the grouped one-tile
+    // kernel on a few rounds of CTAs).
+    constexpr bool kRowsAsTheyLand = ROW && (T::elem_bits == 4 || kRowsLand);
     stage_tile<T, !kRowsAsTheyLand, kFetch256, kRowsAsTheyLand ? kRowPassGroups<T> : 1>(p, c, chunk, row0,
                                                                                      staged_tile, derive);
     if constexpr (!kRowsAsTheyLand || kDerive) __syncthreads();

@@ -128,7 +128,7 @@ __device__ void zero_ungrouped(const GroupedProblem& gp, const GroupTotals& t, i
 // faster, both 1.8-5.3 %. The same body as a branch inside the strips kernel made the strips
 // 1-13 % slower (registers and code of two tile bodies in one kernel), so it is an instantiation
 // of its own.
-template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
+template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, bool kRowsLand>
 __device__ __forceinline__ void quantize_one_tile(const GroupedProblem& gp, const quant::TilePlace& at, uint4* staged,
                                                   quant::TileScales<quant::TileTraits<In, Fmt>>& scales) {
   using T = quant::TileTraits<In, Fmt>;
@@ -140,7 +140,10 @@ __device__ __forceinline__ void quantize_one_tile(const GroupedProblem& gp, cons
   if (group.found) {
     // K = 0: no columns to read and no colwise scale tile to write (see the strips kernel). No
     // L2 prefetch hint here: measured without it (the strips' colwise gain from it is 0.5-1.5 %).
-    if (p.K > 0) quant::quantize_tile<In, Fmt, ROW, COL, kRule>(p, group_tile_coord<T>(gp, group, tk), staged, scales);
+    if (p.K > 0) {
+      quant::quantize_tile<In, Fmt, ROW, COL, kRule, false, false, false, kRowsLand>(
+          p, group_tile_coord<T>(gp, group, tk), staged, scales);
+    }
   } else {
     const GroupTotals& totals = walk.totals;
     zero_ungrouped<T, ROW, COL>(gp, totals, trow - totals.tiles, gp.tile_rows - totals.tiles, tk);
@@ -190,7 +193,7 @@ __device__ __forceinline__ void quantize_strip(const GroupedProblem& gp, const q
 
 // CTA i takes (r, column tile) = gp.order's place i (quant::TileOrder over strip_stride x
 // tiles_k): the strip at row tile r, or with kOneTile (strip_tiles 1) row tile r alone.
-template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, bool kOneTile>
+template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, bool kOneTile, bool kRowsLand = false>
 __global__ void __launch_bounds__(kThreads, (quant::TileTraits<In, Fmt>::min_ctas_per_sm))
 grouped_quantize_kernel(const GroupedProblem gp) {
   using T = quant::TileTraits<In, Fmt>;
@@ -201,7 +204,7 @@ grouped_quantize_kernel(const GroupedProblem gp) {
   // (the general place() made the rowwise mxfp4 kernel spill).
   const quant::TilePlace at = COL && !ROW ? gp.order.place(blockIdx.x) : gp.order.place_row_major(blockIdx.x);
   if constexpr (kOneTile) {
-    quantize_one_tile<In, Fmt, ROW, COL, kRule>(gp, at, staged, scales);
+    quantize_one_tile<In, Fmt, ROW, COL, kRule, kRowsLand>(gp, at, staged, scales);
   } else {
     quantize_strip<In, Fmt, ROW, COL, kRule>(gp, at, staged, scales);
   }

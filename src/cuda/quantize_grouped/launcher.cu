@@ -98,6 +98,14 @@ constexpr int64_t kFp4ColwiseOneTileRounds = 4;
 // +1.1 %).
 constexpr int64_t kTypicalStrideRounds = 3;
 
+// Both directions with 8-bit codes, one tile per CTA, up to this many rounds of CTAs: the rowwise
+// passes start as the thread's own copies land (quantize_tile's kRowsLand; FP4 always does).
+// Same run against the whole-tile wait, one-tile kernel, mxfp8: 16384 tokens, dims 1536 / 2048
+// (3-6 rounds) H200 0.5-2.8 % faster (G = 64 at dim 1536: 38.61 -> 37.55 us), H100 -0.8 to +0.1 %;
+// dims 5120 / 7168 (10-15 rounds) within +-0.6 %; 131072 tokens (23+ rounds) on the H200 up to
+// 0.8 % slower, as the plain kernel was (perf notes, session 18).
+constexpr int64_t kBothLandRounds = 8;
+
 struct Strips {
   int tiles;       // row tiles per CTA, at most qgroup::kStripTiles
   int64_t stride;  // row tiles between a CTA's tiles: the CTAs per column tile
@@ -175,6 +183,11 @@ Status launch(GroupedProblem p, cudaStream_t stream) {
   const int64_t ctas = p.strip_stride * p.tiles_k;
   auto kernel = p.strip_tiles == 1 ? qgroup::grouped_quantize_kernel<In, Fmt, ROW, COL, kRule, true>
                                     : qgroup::grouped_quantize_kernel<In, Fmt, ROW, COL, kRule, false>;
+  if constexpr (ROW && COL && T::elem_bits == 8) {
+    if (p.strip_tiles == 1 && ctas <= kBothLandRounds * slots) {
+      kernel = qgroup::grouped_quantize_kernel<In, Fmt, ROW, COL, kRule, true, true>;
+    }
+  }
   const size_t smem = quant::tile_dynamic_smem<T, COL>();
   const Status st = quant::allow_dynamic_smem(kernel, smem);
   if (!st.ok()) return st;
