@@ -77,10 +77,18 @@ sanitize_one() {
   echo "=== $1 $(basename "$2")"
   MXQ_TEST_QUICK=1 compute-sanitizer --tool "$1" --error-exitcode 99 "$2"
 }
+# sanitize_windows TOOL: the grouped quantize test once more with every eligible colwise case on
+# the windows kernel (the launcher picks it only for many small groups).
+GROUPED_TEST="$BUILD/tests/test_cuda_test_grouped_quantize_vs_cpu"
+sanitize_windows() {
+  [ -x "$GROUPED_TEST" ] || return 0
+  MXQ_GROUPED_COLWISE=windows sanitize_one "$1" "$GROUPED_TEST"
+}
 # sanitize_all TOOL: every GPU test program, one after the other.
 sanitize_all() {
   local tool=$1 rc=0 exe
   for exe in $GPU_TESTS; do sanitize_one "$tool" "$exe" || rc=1; done
+  sanitize_windows "$tool" || rc=1
   return $rc
 }
 # sanitize_clean LOG: the sanitizer found nothing and every test passed.
@@ -99,7 +107,9 @@ sanitize_parallel() {
   for tool in "$@"; do for exe in $GPU_TESTS; do echo "$tool $exe"; done; done |
     xargs -P "$jobs" -L 1 bash -c 'sanitize_one "$0" "$1" > "$LOG_DIR/sanitize_$0_$(basename "$1").log" 2>&1'
   for tool in "$@"; do
-    local status=ok
+    local status=ok windows_log="$LOG_DIR/sanitize_${tool}_grouped_windows.log"
+    sanitize_windows "$tool" > "$windows_log" 2>&1
+    [ -x "$GROUPED_TEST" ] && { sanitize_clean "$windows_log" || status=FAIL; }
     for exe in $GPU_TESTS; do
       sanitize_clean "$LOG_DIR/sanitize_${tool}_$(basename "$exe").log" || status=FAIL
     done

@@ -190,6 +190,30 @@ TEST(CudaGroupedQuantize, LargeTensorsUseOneTileOrStripsOfRowTiles) {
   }
 }
 
+// Colwise alone with groups along K padded to a multiple of 32 (8-bit codes, 16-bit input, up to
+// 64 groups) runs on windows of input rows (col_windows_kernel.cuh): groups of a few rows put
+// many blocks, padding blocks and group boundaries into one window (several rounds of its output
+// tile); partial column tiles, rows past the last end, special values.
+TEST(CudaGroupedQuantize, ColwiseWindowsEveryBoundaryAndPadding) {
+  MXQ_FRESH_RNG(rng);
+  const Direction colwise[] = {Direction::colwise};
+  for (int64_t G : {1, 5, 64}) {
+    for (int64_t K : {7, 160, 300}) {
+      for (int32_t pad : {32, 64, 128, 256}) {
+        for (ScaleLayout l : {ScaleLayout::linear, ScaleLayout::blocked}) {
+          int64_t M = 0;
+          const std::vector<int32_t> ends = jagged_ends(rng, G, G == 64 ? 64 * 40 : 1500, &M);
+          const DType t = rng.uniform(0, 1) ? DType::bf16 : DType::fp16;
+          const HostTensor h =
+              rng.uniform(0, 3) ? normal_tensor(rng, t, 1, M, K) : special_tensor(rng, t, 1, M, K, 0.01);
+          const Format f = rng.uniform(0, 1) ? Format::mxfp8 : Format::mxfp8_e5m2;
+          expect_grouped_matches_cpu(h, grouped_request(f, kRules[rng.uniform(0, 1)], l, ends, {0, pad}), 0, colwise);
+        }
+      }
+    }
+  }
+}
+
 // Few groups for the rows (one row tile per CTA) but more than the one-warp walk takes: the
 // one-tile kernel behind the CTA's block walk; a partial column tile.
 TEST(CudaGroupedQuantize, OneTilePerCtaWithTheBlockWalk) {

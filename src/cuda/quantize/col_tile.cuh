@@ -18,6 +18,88 @@ __device__ __forceinline__ int col_out_offset(int row, int byte) {
   return row * T::col_out_row_bytes + (((byte / 16) ^ ((row >> 1) % kChunks)) * 16) + byte % 16;
 }
 
+// A colwise block of a column pair (columns 2 pair, 2 pair + 1) is read twice from shared memory
+// (amax, then codes) instead of held in registers: fewer registers per thread, more CTAs per SM.
+// row(i) is the pair's raw elements of block row i (i < T::block).
+
+// Both columns' amax bits.
+template <class In, class Fmt, class Row>
+__device__ __forceinline__ void col_block_amax(Row&& row, uint32_t (&amax)[2]) {
+  using T = TileTraits<In, Fmt>;
+  using Raw = typename T::Raw;
+  using Pair = typename PairOf<Raw>::type;
+  amax[0] = amax[1] = 0;
+  if constexpr (sizeof(Raw) == 2) {
+    uint32_t largest = 0;  // both columns' largest magnitudes, one per 16-bit half
+#pragma unroll
+    for (int i = 0; i < T::block; ++i) largest = max_abs_16x2<In>(largest, row(i));
+    const uint32_t magnitudes = magnitude_bits_16x2(largest);
+    amax[0] = num::abs_bits(In::to_float(static_cast<Raw>(magnitudes & 0xFFFFu)));
+    amax[1] = num::abs_bits(In::to_float(static_cast<Raw>(magnitudes >> 16)));
+  } else {
+#pragma unroll
+    for (int i = 0; i < T::block; ++i) {
+      const Pair w = row(i);
+      amax[0] = max(amax[0], num::abs_bits(In::to_float(pair_half<Raw>(w, 0))));
+      amax[1] = max(amax[1], num::abs_bits(In::to_float(pair_half<Raw>(w, 1))));
+    }
+  }
+}
+
+// Both columns' codes (multipliers and poison flags from the scales) into the staged output
+// tile's rows 2 pair and 2 pair + 1 at block `block` (bytes block * T::block_bytes on).
+template <class In, class Fmt, class Row>
+__device__ __forceinline__ void col_block_codes(Row&& row, const float (&mult)[2], const bool (&poisoned)[2],
+                                                uint8_t* out_tile, int pair, int block) {
+  using T = TileTraits<In, Fmt>;
+  using Raw = typename T::Raw;
+  using Pair = typename PairOf<Raw>::type;
+  constexpr int kWordsPerStore = T::block_words % 2 == 0 ? 2 : 1;  // 16-byte shared stores if it can
+#pragma unroll
+  for (int q = 0; q < T::block_words; q += kWordsPerStore) {
+    constexpr int kRows = kWordsPerStore * T::codes_per_word;
+    // MX fp4 of bf16: each column's elements of two rows as one bf16 pair (one byte permute),
+    // which the encoder takes as it is; else the elements widened to fp32.
+    constexpr bool kBf16Pairs = std::is_same<In, Bf16In>::value && Fmt::Elem::bits == 4 && !Fmt::nv;
+    float x[2][kBf16Pairs ? 1 : kRows];
+    uint32_t pairs[2][kBf16Pairs ? kRows / 2 : 1];
+#pragma unroll
+    for (int i = 0; i < kRows; ++i) {
+      const Pair w = row(q * T::codes_per_word + i);
+      if constexpr (kBf16Pairs) {
+        if (i % 2 == 1) {
+          const uint32_t above = row(q * T::codes_per_word + i - 1);
+          pairs[0][i / 2] = byte_perm(above, w, 0x5410);
+          pairs[1][i / 2] = byte_perm(above, w, 0x7632);
+        }
+      } else {
+        x[0][i] = In::to_float(pair_half<Raw>(w, 0));
+        x[1][i] = In::to_float(pair_half<Raw>(w, 1));
+      }
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      uint64_t words[kWordsPerStore];
+#pragma unroll
+      for (int j = 0; j < kWordsPerStore; ++j) {
+        if constexpr (kBf16Pairs) {
+          words[j] = encode_codes_mxfp4_bf16x2<Fmt, T::codes_per_word>(pairs[h] + j * T::codes_per_word / 2, mult[h],
+                                                                       poisoned[h]);
+        } else {
+          words[j] = encode_codes<Fmt, T::codes_per_word>(x[h] + j * T::codes_per_word, mult[h], poisoned[h]);
+        }
+      }
+      uint8_t* dst = out_tile + col_out_offset<T>(2 * pair + h, block * T::block_bytes + q * 8);
+      if constexpr (kWordsPerStore == 2) {
+        *reinterpret_cast<uint4*>(dst) = make_uint4(static_cast<uint32_t>(words[0]), static_cast<uint32_t>(words[0] >> 32),
+                                                    static_cast<uint32_t>(words[1]), static_cast<uint32_t>(words[1] >> 32));
+      } else {
+        *reinterpret_cast<uint2*>(dst) = make_uint2(static_cast<uint32_t>(words[0]), static_cast<uint32_t>(words[0] >> 32));
+      }
+    }
+  }
+}
+
 // Colwise codes of the staged tile into the staged output tile. Thread tid owns column pair
 // tid % 64 (columns 2p, 2p + 1) of T::col_blocks / 4 consecutive blocks along M; lanes of a warp
 // read consecutive pairs of one row. Returns the largest amax bits of its blocks.
@@ -26,13 +108,11 @@ __device__ __forceinline__ uint32_t quantize_col_pairs(const Problem& p, const T
                                                    const uint4* staged_tile, int tid, uint8_t* out_tile,
                                                    uint8_t* col_scale_tile) {
   using T = TileTraits<In, Fmt>;
-  using Raw = typename T::Raw;
-  using Pair = typename PairOf<Raw>::type;
+  using Pair = typename PairOf<typename T::Raw>::type;
   constexpr int kPairs = kTileCols / 2;
   static_assert(kThreads % kPairs == 0 && (kPairs * T::col_blocks) % kThreads == 0,
                 "every thread owns whole blocks of one column pair");
   constexpr int kBlocksPerThread = kPairs * T::col_blocks / kThreads;
-  constexpr int kWordsPerStore = T::block_words % 2 == 0 ? 2 : 1;  // 16-byte shared stores if it can
   const int pair = tid % kPairs;
   const Pair* staged = reinterpret_cast<const Pair*>(staged_tile) + pair;
   uint32_t largest_amax = 0;
@@ -40,24 +120,9 @@ __device__ __forceinline__ uint32_t quantize_col_pairs(const Problem& p, const T
   for (int jb = 0; jb < kBlocksPerThread; ++jb) {
     const int mb_local = (tid / kPairs) * kBlocksPerThread + jb;
     const Pair* rows = staged + mb_local * T::block * kPairs;
-    // Two passes over shared memory (amax, then codes) instead of holding the block in registers:
-    // fewer registers per thread, more CTAs per SM.
-    uint32_t amax[2] = {0, 0};
-    if constexpr (sizeof(Raw) == 2) {
-      uint32_t largest = 0;  // both columns' largest magnitudes, one per 16-bit half
-#pragma unroll
-      for (int i = 0; i < T::block; ++i) largest = max_abs_16x2<In>(largest, rows[i * kPairs]);
-      const uint32_t magnitudes = magnitude_bits_16x2(largest);
-      amax[0] = num::abs_bits(In::to_float(static_cast<Raw>(magnitudes & 0xFFFFu)));
-      amax[1] = num::abs_bits(In::to_float(static_cast<Raw>(magnitudes >> 16)));
-    } else {
-#pragma unroll
-      for (int i = 0; i < T::block; ++i) {
-        const Pair w = rows[i * kPairs];
-        amax[0] = max(amax[0], num::abs_bits(In::to_float(pair_half<Raw>(w, 0))));
-        amax[1] = max(amax[1], num::abs_bits(In::to_float(pair_half<Raw>(w, 1))));
-      }
-    }
+    const auto row = [&](int i) { return rows[i * kPairs]; };
+    uint32_t amax[2];
+    col_block_amax<In, Fmt>(row, amax);
     largest_amax = max(largest_amax, max(amax[0], amax[1]));
     uint32_t sb[2];
     bool poisoned[2];
@@ -70,49 +135,7 @@ __device__ __forceinline__ uint32_t quantize_col_pairs(const Problem& p, const T
       const int kl = 2 * pair + h;
       col_scale_tile[staged_scale_offset(kl, mb_local)] = c.k0 + kl < p.K && mb_local * T::block < c.col_rows ? sb[h] : 0;
     }
-#pragma unroll
-    for (int q = 0; q < T::block_words; q += kWordsPerStore) {
-      constexpr int kRows = kWordsPerStore * T::codes_per_word;
-      // MX fp4 of bf16: each column's elements of two rows as one bf16 pair (one byte permute),
-      // which the encoder takes as it is; else the elements widened to fp32.
-      constexpr bool kBf16Pairs = std::is_same<In, Bf16In>::value && Fmt::Elem::bits == 4 && !Fmt::nv;
-      float x[2][kBf16Pairs ? 1 : kRows];
-      uint32_t pairs[2][kBf16Pairs ? kRows / 2 : 1];
-#pragma unroll
-      for (int i = 0; i < kRows; ++i) {
-        const Pair w = rows[(q * T::codes_per_word + i) * kPairs];
-        if constexpr (kBf16Pairs) {
-          if (i % 2 == 1) {
-            const uint32_t above = rows[(q * T::codes_per_word + i - 1) * kPairs];
-            pairs[0][i / 2] = byte_perm(above, w, 0x5410);
-            pairs[1][i / 2] = byte_perm(above, w, 0x7632);
-          }
-        } else {
-          x[0][i] = In::to_float(pair_half<Raw>(w, 0));
-          x[1][i] = In::to_float(pair_half<Raw>(w, 1));
-        }
-      }
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        uint64_t words[kWordsPerStore];
-#pragma unroll
-        for (int j = 0; j < kWordsPerStore; ++j) {
-          if constexpr (kBf16Pairs) {
-            words[j] = encode_codes_mxfp4_bf16x2<Fmt, T::codes_per_word>(pairs[h] + j * T::codes_per_word / 2, mult[h],
-                                                                         poisoned[h]);
-          } else {
-            words[j] = encode_codes<Fmt, T::codes_per_word>(x[h] + j * T::codes_per_word, mult[h], poisoned[h]);
-          }
-        }
-        uint8_t* dst = out_tile + col_out_offset<T>(2 * pair + h, mb_local * T::block_bytes + q * 8);
-        if constexpr (kWordsPerStore == 2) {
-          *reinterpret_cast<uint4*>(dst) = make_uint4(static_cast<uint32_t>(words[0]), static_cast<uint32_t>(words[0] >> 32),
-                                                      static_cast<uint32_t>(words[1]), static_cast<uint32_t>(words[1] >> 32));
-        } else {
-          *reinterpret_cast<uint2*>(dst) = make_uint2(static_cast<uint32_t>(words[0]), static_cast<uint32_t>(words[0] >> 32));
-        }
-      }
-    }
+    col_block_codes<In, Fmt>(row, mult, poisoned, out_tile, pair, mb_local);
   }
   return largest_amax;
 }

@@ -1,0 +1,220 @@
+// Grouped colwise quantize with groups along K padded to whole blocks, on windows of input rows:
+// CTA (w, tk) stages input rows [128 w, 128 w + 160) at column tile tk as soon as it starts,
+// walks the offsets while the copies are in flight, and quantizes every colwise block that
+// starts in its first 128 rows (a block holds at most 32 rows, so it lies inside the window).
+// The group-local tiles of kernel.cuh must walk before they know which rows to load, and each
+// group ends in a partial tile of its own; here the loads need no walk and a group boundary costs
+// one block more in its window, not a tile.
+//
+// With padding to a multiple of the block, block j of group g writes the transposed codes
+// [32 (q_first_g + j), + 32) of every k row: the blocks of all groups, padding blocks included,
+// are numbered 0, 1, ... in the transposed output, and a window's blocks are a run of them
+// [b_lo, b_hi). The padding blocks of a group (alignments above 32) belong to the window of its
+// last block with rows. Rounds of kWindowSlots blocks per column go through the staged output tile
+// and out as whole 16-byte segments of the transposed rows; the scales go out byte by byte (a
+// window's blocks need not start on a 512-byte scale tile), with the zero columns of a group's
+// blocked scale tiles written beside its last block.
+#pragma once
+#include <cstdint>
+
+#include "kernel.cuh"
+
+namespace mxq::cuda::qgroup {
+
+constexpr int kWindowRows = kTileRows;            // block starts owned by a window
+constexpr int kWindowStagedRows = kTileRows + 32;  // ... and the rows of its last block
+constexpr int kWindowSlots = 4;                    // blocks per column per round (the output tile's)
+// Shared memory (40 KB of staged rows, 16 KB of staged output) fits three CTAs per SM.
+constexpr int kWindowCtasPerSm = 3;
+
+// A group with blocks in the window: input rows [start, start + size), its blocks (padding blocks
+// included) [q_first, q_first + q) and its blocked scale matrix (qtiles 512-byte tiles per 128 k
+// rows, after qtiles_first of the groups before).
+struct WindowGroup {
+  int32_t start, size, q_first, q, qtiles_first, qtiles;
+};
+
+struct WindowStorage {
+  GroupTotals totals;
+  int32_t count;  // groups with blocks in the window
+  int32_t b_lo, b_hi;
+  WindowGroup group[kWarpWalkGroups];
+};
+
+template <class T>
+constexpr size_t window_dynamic_smem() {
+  return size_t{kWindowStagedRows} * kTileCols * sizeof(typename T::Raw) + T::col_out_tile_bytes;
+}
+
+// Blocks of a group (rows [start, start + n), q blocks with its padding) owned by the windows
+// before input row R: those with rows whose first row lies before R, and the padding blocks
+// with the last of them.
+__device__ __forceinline__ int32_t blocks_before(int32_t start, int32_t n, int32_t q, int64_t R) {
+  const int32_t with_rows = (n + 31) >> 5;
+  if (with_rows == 0 || R <= start) return 0;
+  if (start + int64_t{32} * (with_rows - 1) < R) return q;
+  return static_cast<int32_t>((R - start + 31) >> 5);
+}
+
+// Copies the window's rows (zeros past M and past K) into shared memory: cp.async, committed, not
+// waited for.
+template <class T>
+__device__ __forceinline__ void stage_window(const quant::Problem& p, int64_t r0, int64_t k0, uint4* staged) {
+  using Raw = typename T::Raw;
+  constexpr int kPasses = kWindowStagedRows / T::rows_per_pass;
+  static_assert(kWindowStagedRows % T::rows_per_pass == 0, "whole passes");
+  const int chunk = threadIdx.x % T::chunks_per_row, row0 = threadIdx.x / T::chunks_per_row;
+  const Raw* in = static_cast<const Raw*>(p.in);
+  const int64_t k = k0 + chunk * T::vec;
+  quant::TileCoord c{};
+  c.m0 = r0;
+  c.in_rows = static_cast<int>(max(int64_t{0}, min(p.M - r0, int64_t{kWindowStagedRows})));
+  if (p.vec_in && k + T::vec <= p.K) {
+    const Raw* src = in + (r0 + row0) * p.row_stride + k;
+    const int64_t pass_stride = T::rows_per_pass * p.row_stride;
+#pragma unroll
+    for (int i = 0; i < kPasses; ++i) {
+      const int row = row0 + i * T::rows_per_pass;
+      uint4* dst = &staged[row * T::chunks_per_row + chunk];
+      if (row < c.in_rows) {
+        quant::cp_async_16(dst, src + i * pass_stride);
+      } else {
+        *dst = make_uint4(0, 0, 0, 0);
+      }
+    }
+    quant::cp_async_commit();
+  } else {
+#pragma unroll 1
+    for (int i = 0; i < kPasses; ++i) {
+      const int row = row0 + i * T::rows_per_pass;
+      staged[row * T::chunks_per_row + chunk] = quant::load_chunk_guarded<T>(p, c, in, row, k);
+    }
+  }
+}
+
+// The scale bytes of block j of group g for k rows k0 + kl (h = 0, 1): blocked (with the zero
+// columns past the group's last block and zero rows past K) or linear (k < K only).
+template <class T>
+__device__ __forceinline__ void store_window_scales(const GroupedProblem& gp, const WindowGroup& g, int32_t j,
+                                                    int64_t k, const uint32_t (&sb)[2]) {
+  const quant::Problem& p = gp.tile;
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t kh = k + h;
+    if (p.blocked) {
+      uint8_t* m = p.col_scales + gp.k_rows_padded * 4 * g.qtiles_first;
+      __builtin_assume(kh >= 0 && j >= 0);
+      m[num::blocked_offset(kh, j, g.qtiles)] = kh < p.K ? static_cast<uint8_t>(sb[h]) : 0;
+      if (j == g.q - 1) {
+        for (int32_t jj = g.q; jj < 4 * g.qtiles; ++jj) m[num::blocked_offset(kh, jj, g.qtiles)] = 0;
+      }
+    } else if (kh < p.K) {
+      p.col_scales[kh * p.col_scale_cols + g.q_first + j] = static_cast<uint8_t>(sb[h]);
+    }
+  }
+}
+
+// CTA i takes (window, column tile) = gp.order.place(i) (bands of column tiles, as colwise alone
+// in kernel.cuh); gp.tile_rows is the number of windows.
+template <class In, class Fmt, ScaleRule kRule>
+__global__ void __launch_bounds__(kThreads, kWindowCtasPerSm) grouped_col_windows_kernel(const GroupedProblem gp) {
+  using T = quant::TileTraits<In, Fmt>;
+  using Pair = typename quant::PairOf<typename T::Raw>::type;
+  static_assert(T::block == 32 && T::elem_bits == 8, "blocks of 32 one-byte codes: a block is 32 output bytes");
+  constexpr int kPairs = kTileCols / 2;
+  static_assert(kThreads == kPairs * kWindowSlots, "a thread per column pair and slot");
+  extern __shared__ __align__(128) uint4 staged[];  // aligned: see quantize_tile_kernel
+  __shared__ WindowStorage s;
+
+  const quant::Problem& p = gp.tile;
+  const quant::TilePlace at = gp.order.place(blockIdx.x);
+  const int64_t r0 = int64_t{at.row} * kWindowRows, r1 = r0 + kWindowRows;
+  const int64_t k0 = int64_t{at.col} * kTileCols;
+  const int tid = threadIdx.x;
+
+  WarpEnds ends;
+  if (tid < 32) {
+    ends = load_warp_ends(gp.walk);  // before the window: an L2 hit queued behind it would wait
+    if (tid == 0) s.count = 0;
+  }
+  stage_window<T>(p, r0, k0, staged);
+  if (tid < 32) {
+    __syncwarp();
+    int32_t lo = 0, hi = 0;
+    auto collect = [&](int32_t start, int32_t n, const GroupSums& before, const GroupSums& mine) {
+      const int32_t glo = blocks_before(start, n, mine.qcols, r0), ghi = blocks_before(start, n, mine.qcols, r1);
+      lo += glo;
+      hi += ghi;
+      if (ghi > glo) s.group[atomicAdd(&s.count, 1)] = {start, n, before.qcols, mine.qcols, before.qtiles, mine.qtiles};
+    };
+    walk_groups_warp(gp.walk, ends, blockIdx.x == 0, collect, s.totals);
+    lo = __reduce_add_sync(0xFFFFFFFFu, lo);
+    hi = __reduce_add_sync(0xFFFFFFFFu, hi);
+    if (tid == 0) {
+      s.b_lo = lo;
+      s.b_hi = hi;
+    }
+  }
+  __syncthreads();
+  // Every CTA zeroes a share of the bytes past the last group while its copies are in flight.
+  zero_ungrouped<T, false, true>(gp, s.totals, at.row, gp.tile_rows, at.col);
+  quant::cp_async_wait_pending(0);
+  __syncthreads();
+
+  const int32_t b_lo = s.b_lo, b_hi = s.b_hi, count = s.count;
+  const int pair = tid % kPairs, slot = tid / kPairs;
+  const Pair* column = reinterpret_cast<const Pair*>(staged) + pair;
+  uint8_t* out_tile = reinterpret_cast<uint8_t*>(staged) + size_t{kWindowStagedRows} * kTileCols * sizeof(typename T::Raw);
+  const auto scaler = quant::batch_scaler<Fmt, kRule>(p, 0);
+  quant::TileCoord c{};
+  c.k0 = k0;
+  c.k_full = k0 + kTileCols <= p.K;
+  for (int32_t base = b_lo; base < b_hi; base += kWindowSlots) {
+    const int32_t b = base + slot;
+    if (b < b_hi) {
+      int i = 0;
+      while (i + 1 < count && !(b >= s.group[i].q_first && b < s.group[i].q_first + s.group[i].q)) ++i;
+      const WindowGroup g = s.group[i];
+      const int32_t j = b - g.q_first;
+      // The group's rows from the block's first on: 32 or more for a full block, fewer for its
+      // last block with rows, none for a padding block. Not clamped to [0, 32]: ptxas (CUDA 13.0,
+      // sm_90a) folded `max(0, min(32, rem)) == 32` into a VIMNMX predicate that sent the partial
+      // and padding blocks down the full blocks' path (seen in the SASS, and as reads past the
+      // staged rows under racecheck).
+      const int32_t rem = g.size - 32 * j;
+      const bool whole = rem >= T::block;
+      const Pair* rows = column + (g.start + 32 * j - r0) * kPairs;
+      // Blocks with fewer rows read zeros past them; a separate path keeps the compare out of
+      // the full blocks' reads.
+      const auto full = [&](int r) { return rows[r * kPairs]; };
+      const auto masked = [&](int r) { return r < rem ? rows[r * kPairs] : Pair{}; };
+      uint32_t amax[2], sb[2];
+      bool poisoned[2];
+      float mult[2];
+      if (whole) {
+        quant::col_block_amax<In, Fmt>(full, amax);
+      } else {
+        quant::col_block_amax<In, Fmt>(masked, amax);
+      }
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        sb[h] = scaler.scale(amax[h]);
+        poisoned[h] = num::is_nonfinite_abs_bits(amax[h]);
+        mult[h] = scaler.multiplier(sb[h], poisoned[h]);
+      }
+      if (whole) {
+        quant::col_block_codes<In, Fmt>(full, mult, poisoned, out_tile, pair, slot);
+      } else {
+        quant::col_block_codes<In, Fmt>(masked, mult, poisoned, out_tile, pair, slot);
+      }
+      store_window_scales<T>(gp, g, j, k0 + 2 * pair, sb);
+    }
+    __syncthreads();  // the round's output tile is complete
+    c.col_m0 = int64_t{base} * T::block;
+    c.col_rows = min(kWindowSlots, b_hi - base) * T::block;
+    quant::store_col_tile<T>(p, c, out_tile, tid);
+    if (base + kWindowSlots < b_hi) __syncthreads();  // the next round reuses the output tile
+  }
+}
+
+}  // namespace mxq::cuda::qgroup
