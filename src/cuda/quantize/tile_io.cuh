@@ -133,12 +133,16 @@ struct NoWork {
 // once, before the copies: `c` may live in shared memory, and every cp.async clobbers memory.
 // kWait false: the caller waits for the copies before reading them. kCommits: the copies go out as
 // that many commit groups of consecutive passes (the caller may wait for them one at a time with
-// cp_async_wait_pending). kFetch256: cp_async_16's L2 prefetch hint. while_copying() runs after
-// the copies are issued, before the wait.
-template <class T, bool kWait = true, bool kFetch256 = false, int kCommits = 1, class Work = NoWork>
+// cp_async_wait_pending). kFetch256: cp_async_16's L2 prefetch hint. kRows: rows staged (the
+// grouped colwise windows stage more than a tile). while_copying() runs after the copies are
+// issued, before the wait.
+template <class T, bool kWait = true, bool kFetch256 = false, int kCommits = 1, int kRows = kTileRows,
+          class Work = NoWork>
 __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c, int chunk, int row0, uint4* staged,
                                            Work&& while_copying = {}) {
-  static_assert(T::passes % kCommits == 0 && kCommits <= 4,
+  static_assert(kRows % T::rows_per_pass == 0, "whole passes");
+  constexpr int kPasses = kRows / T::rows_per_pass;
+  static_assert(kPasses % kCommits == 0 && kCommits <= 4,
                 "whole passes per commit group, at most cp_async_wait_pending's 3 pending + 1");
   using Raw = typename T::Raw;
   const Raw* in = static_cast<const Raw*>(p.in) + c.b * p.batch_stride;
@@ -146,18 +150,18 @@ __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c,
   const int in_rows = c.in_rows;
   const Raw* src = in + (c.m0 + row0) * p.row_stride + k;  // pass i reads src + i * pass_stride
   const int64_t pass_stride = T::rows_per_pass * p.row_stride;
-  if (in_full(c) && p.vec_in) {
+  if (in_full<kRows>(c) && p.vec_in) {
 #pragma unroll
-    for (int i = 0; i < T::passes; ++i) {
+    for (int i = 0; i < kPasses; ++i) {
       const int row = row0 + i * T::rows_per_pass;
       cp_async_16<kFetch256>(&staged[row * T::chunks_per_row + chunk], src + i * pass_stride);
-      if ((i + 1) % (T::passes / kCommits) == 0) cp_async_commit();
+      if ((i + 1) % (kPasses / kCommits) == 0) cp_async_commit();
     }
     while_copying();
     if constexpr (kWait) cp_async_wait_pending(0);
   } else if (p.vec_in && k + T::vec <= p.K) {  // whole chunks: rows past in_rows are zero-filled
 #pragma unroll
-    for (int i = 0; i < T::passes; ++i) {
+    for (int i = 0; i < kPasses; ++i) {
       const int row = row0 + i * T::rows_per_pass;
       uint4* dst = &staged[row * T::chunks_per_row + chunk];
       if (row < in_rows) {
@@ -165,13 +169,13 @@ __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c,
       } else {
         *dst = make_uint4(0, 0, 0, 0);
       }
-      if ((i + 1) % (T::passes / kCommits) == 0) cp_async_commit();
+      if ((i + 1) % (kPasses / kCommits) == 0) cp_async_commit();
     }
     while_copying();
     if constexpr (kWait) cp_async_wait_pending(0);
   } else {
 #pragma unroll
-    for (int i = 0; i < T::passes; ++i) {
+    for (int i = 0; i < kPasses; ++i) {
       const int row = row0 + i * T::rows_per_pass;
       staged[row * T::chunks_per_row + chunk] = load_chunk_guarded<T>(p, c, in, row, k);
     }

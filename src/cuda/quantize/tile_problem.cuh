@@ -78,7 +78,8 @@ __device__ __forceinline__ TileCoord dense_tile_coord(const Problem& p, uint32_t
   return c;
 }
 
-__device__ __forceinline__ bool in_full(const TileCoord& c) { return c.in_rows == kTileRows && c.k_full; }
+template <int kRows = kTileRows>  // rows staged: more than a tile for the grouped colwise windows
+__device__ __forceinline__ bool in_full(const TileCoord& c) { return c.in_rows == kRows && c.k_full; }
 
 // The rule is a template argument of the kernel: a runtime rule would compile both rules' code
 // and a branch into every scale computation.

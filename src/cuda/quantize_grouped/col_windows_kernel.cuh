@@ -56,42 +56,6 @@ __device__ __forceinline__ int32_t blocks_before(int32_t start, int32_t n, int32
   return static_cast<int32_t>((R - start + 31) >> 5);
 }
 
-// Copies the window's rows (zeros past M and past K) into shared memory: cp.async, committed, not
-// waited for.
-template <class T>
-__device__ __forceinline__ void stage_window(const quant::Problem& p, int64_t r0, int64_t k0, uint4* staged) {
-  using Raw = typename T::Raw;
-  constexpr int kPasses = kWindowStagedRows / T::rows_per_pass;
-  static_assert(kWindowStagedRows % T::rows_per_pass == 0, "whole passes");
-  const int chunk = threadIdx.x % T::chunks_per_row, row0 = threadIdx.x / T::chunks_per_row;
-  const Raw* in = static_cast<const Raw*>(p.in);
-  const int64_t k = k0 + chunk * T::vec;
-  quant::TileCoord c{};
-  c.m0 = r0;
-  c.in_rows = static_cast<int>(max(int64_t{0}, min(p.M - r0, int64_t{kWindowStagedRows})));
-  if (p.vec_in && k + T::vec <= p.K) {
-    const Raw* src = in + (r0 + row0) * p.row_stride + k;
-    const int64_t pass_stride = T::rows_per_pass * p.row_stride;
-#pragma unroll
-    for (int i = 0; i < kPasses; ++i) {
-      const int row = row0 + i * T::rows_per_pass;
-      uint4* dst = &staged[row * T::chunks_per_row + chunk];
-      if (row < c.in_rows) {
-        quant::cp_async_16(dst, src + i * pass_stride);
-      } else {
-        *dst = make_uint4(0, 0, 0, 0);
-      }
-    }
-    quant::cp_async_commit();
-  } else {
-#pragma unroll 1
-    for (int i = 0; i < kPasses; ++i) {
-      const int row = row0 + i * T::rows_per_pass;
-      staged[row * T::chunks_per_row + chunk] = quant::load_chunk_guarded<T>(p, c, in, row, k);
-    }
-  }
-}
-
 // The scale bytes of block j of group g for k rows k0 + kl (h = 0, 1): blocked (with the zero
 // columns past the group's last block and zero rows past K) or linear (k < K only).
 template <class T>
@@ -137,7 +101,15 @@ __global__ void __launch_bounds__(kThreads, kWindowCtasPerSm) grouped_col_window
     ends = load_warp_ends(gp.walk);  // before the window: an L2 hit queued behind it would wait
     if (tid == 0) s.count = 0;
   }
-  stage_window<T>(p, r0, k0, staged);
+  {  // the window's rows (zeros past M and past K): copies started, waited for below
+    quant::TileCoord w{};
+    w.k0 = k0;
+    w.m0 = r0;
+    w.in_rows = static_cast<int>(max(int64_t{0}, min(p.M - r0, int64_t{kWindowStagedRows})));
+    w.k_full = k0 + kTileCols <= p.K;
+    quant::stage_tile<T, false, false, 1, kWindowStagedRows>(p, w, tid % T::chunks_per_row, tid / T::chunks_per_row,
+                                                             staged);
+  }
   if (tid < 32) {
     __syncwarp();
     int32_t lo = 0, hi = 0;

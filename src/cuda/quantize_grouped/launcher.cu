@@ -185,11 +185,10 @@ ColwiseKernel forced_colwise_kernel() {
 }
 
 template <class T>
+constexpr bool kWindowsTypes = T::block == 32 && T::elem_bits == 8 && sizeof(typename T::Raw) == 2;
+
 bool takes_windows(const GroupedProblem& p) {
-  if (!(T::block == 32 && T::elem_bits == 8 && sizeof(typename T::Raw) == 2 && p.col_padded &&
-        p.walk.pad_mask >= 31 && p.walk.G <= qgroup::kWarpWalkGroups && p.tile.K > 0)) {
-    return false;
-  }
+  if (!(p.col_padded && p.walk.pad_mask >= 31 && p.walk.G <= qgroup::kWarpWalkGroups && p.tile.K > 0)) return false;
   switch (forced_colwise_kernel()) {
     case ColwiseKernel::windows: return true;
     case ColwiseKernel::tiles: return false;
@@ -229,8 +228,8 @@ Status launch(GroupedProblem p, cudaStream_t stream) {
       return launch_rows<In, Fmt, kRule>(p, input_row_tiles * p.tiles_k, stream);
     }
   }
-  if constexpr (COL && !ROW && T::block == 32 && T::elem_bits == 8 && sizeof(typename T::Raw) == 2) {
-    if (takes_windows<T>(p)) return launch_windows<In, Fmt, kRule>(p, stream);
+  if constexpr (COL && !ROW && kWindowsTypes<T>) {
+    if (takes_windows(p)) return launch_windows<In, Fmt, kRule>(p, stream);
   }
   const Strips strips = choose_strips(ROW && COL, COL && !ROW && T::elem_bits == 4, fast_memory_per_sm(), p.tile_rows,
                                       num::ceil_div(p.tile.M, int64_t{qgroup::kTileRows}) + 1, p.tiles_k, slots);
