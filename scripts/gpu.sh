@@ -96,19 +96,28 @@ sanitize_clean() {
   grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$1" && grep -q "^\[  PASSED  \]" "$1" &&
     ! grep -q "^\[  FAILED  \]" "$1"
 }
-# sanitize_parallel JOBS TOOL...: every (tool, program) pair, JOBS at a time, each into its own
-# LOG_DIR/sanitize_TOOL_PROGRAM.log; then one summary line per tool. The sanitizers slow the
-# programs down 10-100 x and use a fraction of the GPU each, so running them side by side saves
-# most of the time (the tests do not depend on running alone).
+# sanitize_job TOOL PROGRAM: one job of sanitize_parallel into LOG_DIR/sanitize_TOOL_PROGRAM.log;
+# PROGRAM "windows" is sanitize_windows (LOG_DIR/sanitize_TOOL_grouped_windows.log).
+sanitize_job() {
+  if [ "$2" = windows ]; then
+    sanitize_windows "$1" > "$LOG_DIR/sanitize_$1_grouped_windows.log" 2>&1
+  else
+    sanitize_one "$1" "$2" > "$LOG_DIR/sanitize_$1_$(basename "$2").log" 2>&1
+  fi
+}
+# sanitize_parallel JOBS TOOL...: every (tool, program) pair and each tool's windows run, JOBS at a
+# time; then one summary line per tool. The sanitizers slow the programs down 10-100 x and use a
+# fraction of the GPU each, so running them side by side saves most of the time (the tests do not
+# depend on running alone). The windows runs are jobs too: run one at a time after the others,
+# they kept the H200 busy past 390 s, when the parallel jobs had all ended (session 26).
 sanitize_parallel() {
   local jobs=$1 tool exe t0=$SECONDS; shift
-  export -f sanitize_one
-  export LOG_DIR
-  for tool in "$@"; do for exe in $GPU_TESTS; do echo "$tool $exe"; done; done |
-    xargs -P "$jobs" -L 1 bash -c 'sanitize_one "$0" "$1" > "$LOG_DIR/sanitize_$0_$(basename "$1").log" 2>&1'
+  export -f sanitize_one sanitize_windows sanitize_job
+  export LOG_DIR GROUPED_TEST
+  for tool in "$@"; do for exe in windows $GPU_TESTS; do echo "$tool $exe"; done; done |
+    xargs -P "$jobs" -L 1 bash -c 'sanitize_job "$0" "$1"'
   for tool in "$@"; do
     local status=ok windows_log="$LOG_DIR/sanitize_${tool}_grouped_windows.log"
-    sanitize_windows "$tool" > "$windows_log" 2>&1
     [ -x "$GROUPED_TEST" ] && { sanitize_clean "$windows_log" || status=FAIL; }
     for exe in $GPU_TESTS; do
       sanitize_clean "$LOG_DIR/sanitize_${tool}_$(basename "$exe").log" || status=FAIL
