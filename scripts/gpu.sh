@@ -7,7 +7,9 @@
 #          MXQ_GPU_STEPS (default "build test python bench sanitize"), MXQ_BENCH_ARGS (extra bench args),
 #          MXQ_SANITIZERS (default "memcheck racecheck initcheck"),
 #          MXQ_CTEST_JOBS (default 1: ctest -j),
-#          MXQ_SANITIZE_JOBS (default 1: one sanitizer run at a time; N: N (tool, program) runs at once)
+#          MXQ_SANITIZE_JOBS (default 1: one sanitizer run at a time; N: N (tool, program) runs at once),
+#          MXQ_GPU_PREBUILT (a package of scripts/pack_gpu_build.sh: unpacked into the build folder,
+#          default build-prebuilt, instead of the build step)
 set -uo pipefail
 LOG_DIR=${1:?usage: scripts/gpu.sh LOG_DIR}
 mkdir -p "$LOG_DIR"
@@ -35,6 +37,24 @@ step() {
 wants() { [[ " $STEPS " == *" $1 "* ]]; }
 
 nvidia-smi >"$LOG_DIR/nvidia-smi.log" 2>&1 || true
+
+# unpack_prebuilt FILE: the package into BUILD, its ctest files pointed at BUILD and this source
+# tree (they name the packing machine's folders; the build folder first, as it may lie inside the
+# source folder), the library found beside the programs (their run path is the packing build's).
+unpack_prebuilt() {
+  rm -rf "$BUILD" && mkdir -p "$BUILD" && tar -C "$BUILD" -xJf "$1" || return 1
+  local packed_build packed_src here build
+  read -r packed_build packed_src < "$BUILD/PACKED_FROM" || return 1
+  here=$(pwd)
+  build=$(cd "$BUILD" && pwd)
+  find "$BUILD" -name '*.cmake' -exec sed -i -E -e "s#$packed_build#$build#g" -e "s#$packed_src([/\";])#$here\1#g" {} +
+}
+if [ -n "${MXQ_GPU_PREBUILT:-}" ]; then
+  BUILD=${MXQ_GPU_BUILD_DIR:-build-prebuilt}
+  STEPS=${STEPS//build/}
+  step unpack_prebuilt unpack_prebuilt "$MXQ_GPU_PREBUILT" || { echo "gpu.sh: cannot unpack $MXQ_GPU_PREBUILT" >&2; exit 2; }
+  export LD_LIBRARY_PATH="$(cd "$BUILD" && pwd)/src:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+fi
 
 if wants build; then
   step configure cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMXQ_ENABLE_CUDA=ON \
