@@ -14,7 +14,7 @@ set -uo pipefail
 LOG_DIR=${1:?usage: scripts/gpu.sh LOG_DIR}
 mkdir -p "$LOG_DIR"
 LOG_DIR=$(cd "$LOG_DIR" && pwd)
-cd "$(dirname "${BASH_SOURCE[0]}")/.."
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 export PATH="/usr/local/cuda/bin:${PATH}"
 BUILD=${MXQ_GPU_BUILD_DIR:-build}
 ARCHS=${MXQ_CUDA_ARCHS:-90a}
@@ -53,7 +53,8 @@ if [ -n "${MXQ_GPU_PREBUILT:-}" ]; then
   BUILD=${MXQ_GPU_BUILD_DIR:-build-prebuilt}
   STEPS=${STEPS//build/}
   step unpack_prebuilt unpack_prebuilt "$MXQ_GPU_PREBUILT" || { echo "gpu.sh: cannot unpack $MXQ_GPU_PREBUILT" >&2; exit 2; }
-  export LD_LIBRARY_PATH="$(cd "$BUILD" && pwd)/src:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  prebuilt_lib="$(cd "$BUILD" && pwd)/src"
+  export LD_LIBRARY_PATH="$prebuilt_lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 
 if wants build; then
@@ -62,7 +63,8 @@ if wants build; then
   step build cmake --build "$BUILD" -j16 -- -k 0  # keep going: one broken target must not hide the rest
 fi
 
-GPU_TESTS=$(ls "$BUILD"/tests/test_cuda_* 2>/dev/null | grep -v '\.' || true)
+GPU_TESTS=""  # the programs, not their build files (names with a dot)
+for exe in "$BUILD"/tests/test_cuda_*; do [[ -f $exe && $(basename "$exe") != *.* ]] && GPU_TESTS+=" $exe"; done
 
 if wants test; then
   step ctest_gpu ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 600 -j "${MXQ_CTEST_JOBS:-1}"
@@ -134,6 +136,7 @@ sanitize_parallel() {
   local jobs=$1 tool exe t0=$SECONDS; shift
   export -f sanitize_one sanitize_windows sanitize_job
   export LOG_DIR GROUPED_TEST
+  # shellcheck disable=SC2016  # the job's arguments expand in its own shell
   for tool in "$@"; do for exe in windows $GPU_TESTS; do echo "$tool $exe"; done; done |
     xargs -P "$jobs" -L 1 bash -c 'sanitize_job "$0" "$1"'
   for tool in "$@"; do

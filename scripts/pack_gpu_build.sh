@@ -11,8 +11,10 @@ OUT=${2:?usage: scripts/pack_gpu_build.sh BUILD OUT.tar.xz}
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 SRC=$(pwd)
 BUILD=$(cd "$BUILD" && pwd)
-[ -f "$BUILD/src/libmxq.so" ] && ls "$BUILD"/tests/test_cuda_* >/dev/null 2>&1 ||
-  { echo "pack_gpu_build.sh: $BUILD has no CUDA build (libmxq.so and tests/test_cuda_*)" >&2; exit 2; }
+if ! [ -f "$BUILD/src/libmxq.so" ] || ! compgen -G "$BUILD/tests/test_cuda_*" >/dev/null; then
+  echo "pack_gpu_build.sh: $BUILD has no CUDA build (libmxq.so and tests/test_cuda_*)" >&2
+  exit 2
+fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 (
