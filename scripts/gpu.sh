@@ -38,23 +38,21 @@ wants() { [[ " $STEPS " == *" $1 "* ]]; }
 
 nvidia-smi >"$LOG_DIR/nvidia-smi.log" 2>&1 || true
 
-# unpack_prebuilt FILE: the package into BUILD, its ctest files pointed at BUILD and this source
-# tree (they name the packing machine's folders; the build folder first, as it may lie inside the
-# source folder), the library found beside the programs (their run path is the packing build's).
+# unpack_prebuilt FILE: the package into BUILD (an absolute path), its ctest files pointed at BUILD
+# and this source tree (they name the packing machine's folders; the build folder first, as it may
+# lie inside the source folder).
 unpack_prebuilt() {
-  rm -rf "$BUILD" && mkdir -p "$BUILD" && tar -C "$BUILD" -xJf "$1" || return 1
-  local packed_build packed_src here build
+  rm -rf "${BUILD:?}"/* && tar -C "$BUILD" -xJf "$1" || return 1
+  local packed_build packed_src
   read -r packed_build packed_src < "$BUILD/PACKED_FROM" || return 1
-  here=$(pwd)
-  build=$(cd "$BUILD" && pwd)
-  find "$BUILD" -name '*.cmake' -exec sed -i -E -e "s#$packed_build#$build#g" -e "s#$packed_src([/\";])#$here\1#g" {} +
+  find "$BUILD" -name '*.cmake' -exec sed -i -E -e "s#$packed_build#$BUILD#g" -e "s#$packed_src([/\";])#$(pwd)\1#g" {} +
 }
 if [ -n "${MXQ_GPU_PREBUILT:-}" ]; then
-  BUILD=${MXQ_GPU_BUILD_DIR:-build-prebuilt}
+  mkdir -p "${MXQ_GPU_BUILD_DIR:-build-prebuilt}" && BUILD=$(cd "${MXQ_GPU_BUILD_DIR:-build-prebuilt}" && pwd) || exit 2
   STEPS=${STEPS//build/}
   step unpack_prebuilt unpack_prebuilt "$MXQ_GPU_PREBUILT" || { echo "gpu.sh: cannot unpack $MXQ_GPU_PREBUILT" >&2; exit 2; }
-  prebuilt_lib="$(cd "$BUILD" && pwd)/src"
-  export LD_LIBRARY_PATH="$prebuilt_lib:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # The programs' run path names the packing build's library.
+  export LD_LIBRARY_PATH="$BUILD/src:/usr/local/cuda/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 fi
 
 if wants build; then
@@ -118,14 +116,14 @@ sanitize_clean() {
   grep -q "ERROR SUMMARY: 0 errors\|RACECHECK SUMMARY: 0 hazards" "$1" && grep -q "^\[  PASSED  \]" "$1" &&
     ! grep -q "^\[  FAILED  \]" "$1"
 }
-# sanitize_job TOOL PROGRAM: one job of sanitize_parallel into LOG_DIR/sanitize_TOOL_PROGRAM.log;
-# PROGRAM "windows" is sanitize_windows (LOG_DIR/sanitize_TOOL_grouped_windows.log).
+# sanitize_log TOOL PROGRAM: the log of one sanitize_parallel job; PROGRAM "windows" stands for
+# sanitize_windows.
+sanitize_log() {
+  if [ "$2" = windows ]; then echo "$LOG_DIR/sanitize_$1_grouped_windows.log"; else echo "$LOG_DIR/sanitize_$1_$(basename "$2").log"; fi
+}
+# sanitize_job TOOL PROGRAM: one job of sanitize_parallel, into its sanitize_log.
 sanitize_job() {
-  if [ "$2" = windows ]; then
-    sanitize_windows "$1" > "$LOG_DIR/sanitize_$1_grouped_windows.log" 2>&1
-  else
-    sanitize_one "$1" "$2" > "$LOG_DIR/sanitize_$1_$(basename "$2").log" 2>&1
-  fi
+  if [ "$2" = windows ]; then sanitize_windows "$1"; else sanitize_one "$1" "$2"; fi > "$(sanitize_log "$1" "$2")" 2>&1
 }
 # sanitize_parallel JOBS TOOL...: every (tool, program) pair and each tool's windows run, JOBS at a
 # time; then one summary line per tool. The sanitizers slow the programs down 10-100 x and use a
@@ -134,16 +132,16 @@ sanitize_job() {
 # they kept the H200 busy past 390 s, when the parallel jobs had all ended (session 26).
 sanitize_parallel() {
   local jobs=$1 tool exe t0=$SECONDS; shift
-  export -f sanitize_one sanitize_windows sanitize_job
+  export -f sanitize_one sanitize_windows sanitize_log sanitize_job
   export LOG_DIR GROUPED_TEST
   # shellcheck disable=SC2016  # the job's arguments expand in its own shell
   for tool in "$@"; do for exe in windows $GPU_TESTS; do echo "$tool $exe"; done; done |
     xargs -P "$jobs" -L 1 bash -c 'sanitize_job "$0" "$1"'
   for tool in "$@"; do
-    local status=ok windows_log="$LOG_DIR/sanitize_${tool}_grouped_windows.log"
-    [ -x "$GROUPED_TEST" ] && { sanitize_clean "$windows_log" || status=FAIL; }
-    for exe in $GPU_TESTS; do
-      sanitize_clean "$LOG_DIR/sanitize_${tool}_$(basename "$exe").log" || status=FAIL
+    local status=ok
+    for exe in windows $GPU_TESTS; do
+      [ "$exe" = windows ] && [ ! -x "$GROUPED_TEST" ] && continue  # no grouped program: no windows run
+      sanitize_clean "$(sanitize_log "$tool" "$exe")" || status=FAIL
     done
     SUMMARY+=("$(printf '%-34s %-12s %5ss' "sanitize_$tool (parallel)" "$status" $((SECONDS - t0)))")
     echo "gpu.sh: sanitize_$tool: $status" >&2
