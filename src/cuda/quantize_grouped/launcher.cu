@@ -161,16 +161,15 @@ Status launch_rows(const GroupedProblem& p, int64_t ctas, cudaStream_t stream) {
 }
 
 // Colwise alone, groups along K padded to whole 32-element blocks of one-byte codes, 16-bit input,
-// up to kWarpWalkGroups groups, many small groups (on average at most kWindowsMaxMeanRows rows
-// each) and rows of at most kWindowsMaxCols: windows of input rows (col_windows_kernel.cuh). The
-// strips pay a partial tile per group, the windows a block search and byte-wise scale stores per
-// block. H200, mxfp8, against the strips in the same run (three runs, medians): 16384 x 1536 /
-// 2048 at G = 64 (256 rows per group) 4.3-5.3 / 6.4-6.7 % faster, 16384 x 5120 +0.5 %, 16384 x
-// 7168 -1.1 to -1.5 %; at 1024 or more rows per group (16384 tokens, G <= 16; 131072 tokens,
-// G <= 64) 1.5-5 % slower. MXQ_GROUPED_COLWISE=windows or =tiles forces the choice for the cases
-// that can take either (tests, A/B runs).
+// up to kWarpWalkGroups groups and many small groups (on average at most kWindowsMaxMeanRows rows
+// each): windows of input rows (col_windows_kernel.cuh). The strips pay a partial tile per group,
+// the windows a block search and byte-wise scale stores per block. Against the tiles, same run,
+// three repetitions, mxfp8, 16384 tokens, G = 64 (256 rows per group): H200 7.1 / 9.2 / 4.1 / 2.4 %
+// faster at dims 1536 / 2048 / 5120 / 7168, H100 5.2 / 4.2 / 1.7 / 1.1 %; at 1024 or more rows per
+// group (16384 tokens, G <= 16; 131072 tokens, G <= 64) the H200 ran 1.5-5 % slower.
+// MXQ_GROUPED_COLWISE=windows or =tiles forces the choice for the cases that can take either
+// (tests, A/B runs).
 constexpr int64_t kWindowsMaxMeanRows = 512;
-constexpr int64_t kWindowsMaxCols = 4096;
 
 enum class ColwiseKernel { automatic, windows, tiles };
 
@@ -192,7 +191,7 @@ bool takes_windows(const GroupedProblem& p) {
   switch (forced_colwise_kernel()) {
     case ColwiseKernel::windows: return true;
     case ColwiseKernel::tiles: return false;
-    default: return p.tile.M <= kWindowsMaxMeanRows * p.walk.G && p.tile.K <= kWindowsMaxCols;
+    default: return p.tile.M <= kWindowsMaxMeanRows * p.walk.G;
   }
 }
 
