@@ -166,7 +166,7 @@ Status launch_rows(const GroupedProblem& p, int64_t ctas, cudaStream_t stream) {
 // the windows a block search and byte-wise scale stores per block. Against the tiles, same run,
 // three repetitions, mxfp8, 16384 tokens, G = 64 (256 rows per group): H200 7.1 / 9.2 / 4.1 / 2.4 %
 // faster at dims 1536 / 2048 / 5120 / 7168, H100 5.2 / 4.2 / 1.7 / 1.1 %; at 1024 or more rows per
-// group (16384 tokens, G <= 16; 131072 tokens, G <= 64) the H200 ran 1.5-5 % slower.
+// group (16384 tokens, G <= 16; 131072 tokens, G <= 64) the H200 ran up to 5.2 % slower.
 // MXQ_GROUPED_COLWISE=windows or =tiles forces the choice for the cases that can take either
 // (tests, A/B runs).
 constexpr int64_t kWindowsMaxMeanRows = 512;
