@@ -24,8 +24,8 @@ namespace mxq::cuda::qgroup {
 // Windows of 112 block starts and 144 staged rows (36 KB, with 16 KB of staged output and the
 // static shared memory) fit four CTAs per SM in 64 registers without spills. Against 128 / 160
 // rows at three CTAs per SM (80 registers), same run, 16384 tokens, G = 64: H200 0.9-1.3 % and
-// H100 0.2-0.6 % faster at dims 1536-7168; with 1024 or more rows per group (which take the tiles)
-// 1-3 % slower.
+// H100 0.2-0.6 % faster at dims 1536-7168; with 1024 or more rows per group 1-3 % slower (the
+// launcher's rule: launcher.cu).
 constexpr int kWindowRows = 112;                    // block starts owned by a window
 constexpr int kWindowStagedRows = kWindowRows + 32;  // ... and the rows of its last block
 constexpr int kWindowSlots = 4;                     // blocks per column per round (the output tile's)
