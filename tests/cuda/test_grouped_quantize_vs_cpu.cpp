@@ -192,9 +192,11 @@ TEST(CudaGroupedQuantize, LargeTensorsUseOneTileOrStripsOfRowTiles) {
 
 // Colwise alone with groups along K padded to a multiple of 32 (8-bit codes, 16-bit input, up to
 // 64 groups) runs on windows of input rows (col_windows_kernel.cuh) when the groups are small
-// (on GPUs with slow memory per SM also long groups in small grids), as most are here (every case with MXQ_GROUPED_COLWISE=windows, the _windows ctest): groups of a
-// few rows put many blocks, padding blocks and group boundaries into one window (several rounds
-// of its output tile); partial column tiles, rows past the last end, special values.
+// (on GPUs with slow memory per SM also long groups in small grids; one group, G = 1 here, on
+// windows of 128 rows in small grids), as most are here (every case with
+// MXQ_GROUPED_COLWISE=windows, the _windows ctest): groups of a few rows put many blocks, padding
+// blocks and group boundaries into one window (several rounds of its output tile); partial column
+// tiles, rows past the last end, special values.
 TEST(CudaGroupedQuantize, ColwiseWindowsEveryBoundaryAndPadding) {
   MXQ_FRESH_RNG(rng);
   const Direction colwise[] = {Direction::colwise};

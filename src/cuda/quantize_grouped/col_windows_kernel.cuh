@@ -1,7 +1,8 @@
 // Grouped colwise quantize with groups along K padded to whole blocks, on windows of input rows:
 // CTA (w, tk) stages input rows [112 w, 112 w + 144) at column tile tk as soon as it starts,
 // walks the offsets while the copies are in flight, and quantizes every colwise block that
-// starts in its first 112 rows (a block holds at most 32 rows, so it lies inside the window).
+// starts in its first 112 rows (a block holds at most 32 rows, so it lies inside the window;
+// one group, whose blocks start on multiples of 32, takes windows of 128 rows: OneGroupWindows).
 // The group-local tiles of kernel.cuh must walk before they know which rows to load, and each
 // group ends in a partial tile of its own; here the loads need no walk and a group boundary costs
 // one block more in its window, not a tile.
@@ -21,14 +22,27 @@
 
 namespace mxq::cuda::qgroup {
 
+// A window's geometry: it owns the block starts in its first kOwned rows and stages kStaged rows,
+// the rows of every block it owns.
+template <int kOwned, int kStaged>
+struct WindowShape {
+  static constexpr int owned = kOwned, staged = kStaged;
+  static_assert(kStaged % 16 == 0 && kStaged >= kOwned && kStaged <= kOwned + 32, "whole passes of 16 rows");
+};
 // Windows of 112 block starts and 144 staged rows (36 KB, with 16 KB of staged output and the
 // static shared memory) fit four CTAs per SM in 64 registers without spills. Against 128 / 160
 // rows at three CTAs per SM (80 registers), same run, 16384 tokens, G = 64: H200 0.9-1.3 % and
 // H100 0.2-0.6 % faster at dims 1536-7168; with 1024 or more rows per group 1-3 % slower (the
 // launcher's rule: launcher.cu).
-constexpr int kWindowRows = 112;                    // block starts owned by a window
-constexpr int kWindowStagedRows = kWindowRows + 32;  // ... and the rows of its last block
-constexpr int kWindowSlots = 4;                     // blocks per column per round (the output tile's)
+using GroupWindows = WindowShape<112, 144>;
+// One group starts at row 0, so its blocks start on multiples of 32 and a window of a plain
+// tile's 128 rows stages every row of its blocks: no extra rows, four blocks per column (one
+// round). Only for G = 1: with more groups a block may start anywhere, and one that runs past
+// the staged rows needs rows of the next window. Reading those from global memory made every
+// case with G >= 8 about twice as slow (H200, same run); shared memory for them would cost the
+// fourth CTA per SM.
+using OneGroupWindows = WindowShape<128, 128>;
+constexpr int kWindowSlots = 4;  // blocks per column per round (the output tile's)
 constexpr int kWindowCtasPerSm = 4;
 
 // A group with blocks in the window: input rows [start, start + size), its blocks (padding blocks
@@ -45,9 +59,9 @@ struct WindowStorage {
   WindowGroup group[kWarpWalkGroups];
 };
 
-template <class T>
+template <class T, class W>
 constexpr size_t window_dynamic_smem() {
-  return size_t{kWindowStagedRows} * kTileCols * sizeof(typename T::Raw) + T::col_out_tile_bytes;
+  return size_t{W::staged} * kTileCols * sizeof(typename T::Raw) + T::col_out_tile_bytes;
 }
 
 // Blocks of a group (rows [start, start + n), q blocks with its padding) owned by the windows
@@ -84,7 +98,7 @@ __device__ __forceinline__ void store_window_scales(const GroupedProblem& gp, co
 
 // CTA i takes (window, column tile) = gp.order.place(i) (bands of column tiles, as colwise alone
 // in kernel.cuh); gp.tile_rows is the number of windows.
-template <class In, class Fmt, ScaleRule kRule>
+template <class In, class Fmt, ScaleRule kRule, class W>
 __global__ void __launch_bounds__(kThreads, kWindowCtasPerSm) grouped_col_windows_kernel(const GroupedProblem gp) {
   using T = quant::TileTraits<In, Fmt>;
   using Pair = typename quant::PairOf<typename T::Raw>::type;
@@ -96,7 +110,7 @@ __global__ void __launch_bounds__(kThreads, kWindowCtasPerSm) grouped_col_window
 
   const quant::Problem& p = gp.tile;
   const quant::TilePlace at = gp.order.place(blockIdx.x);
-  const int64_t r0 = int64_t{at.row} * kWindowRows, r1 = r0 + kWindowRows;
+  const int64_t r0 = int64_t{at.row} * W::owned, r1 = r0 + W::owned;
   const int64_t k0 = int64_t{at.col} * kTileCols;
   const int tid = threadIdx.x;
 
@@ -109,9 +123,9 @@ __global__ void __launch_bounds__(kThreads, kWindowCtasPerSm) grouped_col_window
     quant::TileCoord w{};
     w.k0 = k0;
     w.m0 = r0;
-    w.in_rows = static_cast<int>(max(int64_t{0}, min(p.M - r0, int64_t{kWindowStagedRows})));
+    w.in_rows = static_cast<int>(max(int64_t{0}, min(p.M - r0, int64_t{W::staged})));
     w.k_full = k0 + kTileCols <= p.K;
-    quant::stage_tile<T, false, false, 1, kWindowStagedRows>(p, w, tid % T::chunks_per_row, tid / T::chunks_per_row,
+    quant::stage_tile<T, false, false, 1, W::staged>(p, w, tid % T::chunks_per_row, tid / T::chunks_per_row,
                                                              staged);
   }
   if (tid < 32) {
@@ -140,7 +154,7 @@ __global__ void __launch_bounds__(kThreads, kWindowCtasPerSm) grouped_col_window
   const int32_t b_lo = s.b_lo, b_hi = s.b_hi, count = s.count;
   const int pair = tid % kPairs, slot = tid / kPairs;
   const Pair* column = reinterpret_cast<const Pair*>(staged) + pair;
-  uint8_t* out_tile = reinterpret_cast<uint8_t*>(staged) + size_t{kWindowStagedRows} * kTileCols * sizeof(typename T::Raw);
+  uint8_t* out_tile = reinterpret_cast<uint8_t*>(staged) + size_t{W::staged} * kTileCols * sizeof(typename T::Raw);
   const auto scaler = quant::batch_scaler<Fmt, kRule>(p, 0);
   quant::TileCoord c{};
   c.k0 = k0;

@@ -177,8 +177,16 @@ constexpr int64_t kWindowsMaxMeanRows = 512;
 // rounds) 0.1-0.4 % slower.
 constexpr int64_t kWindowsSlowMemoryRounds = 16;
 
+// One group takes windows of a plain tile's rows (qgroup::OneGroupWindows) while they make at most
+// kWindowsSlowMemoryRounds rounds of CTAs, on every GPU: they load before the walk, as the plain
+// kernel does, and one group never has a block that runs past its window. H200, same run, three
+// repetitions, 16384 tokens, G = 1, against the tiles: 4.1 / 2.8 / 1.1 / 0.9 % faster at dims 1536
+// / 2048 / 5120 / 7168 (0.843 -> 0.878 at dim 1536); 131072 x 2048 (32 rounds) 0.1 % slower.
+bool one_group(const GroupedProblem& p) { return p.walk.G == 1; }
+
 int64_t window_count(const GroupedProblem& p) {
-  return std::max(num::ceil_div(p.tile.M, int64_t{qgroup::kWindowRows}), int64_t{1});
+  const int64_t rows = one_group(p) ? qgroup::OneGroupWindows::owned : qgroup::GroupWindows::owned;
+  return std::max(num::ceil_div(p.tile.M, rows), int64_t{1});
 }
 
 enum class ColwiseKernel { automatic, windows, tiles };
@@ -204,20 +212,20 @@ bool takes_windows(const GroupedProblem& p, int sms) {
     case ColwiseKernel::tiles: return false;
     default:
       return p.tile.M <= kWindowsMaxMeanRows * p.walk.G ||
-             (!fast_memory_per_sm() &&
+             ((one_group(p) || !fast_memory_per_sm()) &&
               window_count(p) * p.tiles_k <= kWindowsSlowMemoryRounds * sms * qgroup::kWindowCtasPerSm);
   }
 }
 
-template <class In, class Fmt, ScaleRule kRule>
+template <class In, class Fmt, ScaleRule kRule, class W>
 Status launch_windows(GroupedProblem p, cudaStream_t stream) {
   using T = quant::TileTraits<In, Fmt>;
   const int64_t windows = window_count(p);
   p.tile_rows = windows;
   p.order = quant::TileOrder(static_cast<uint32_t>(windows), static_cast<uint32_t>(p.tiles_k),
                              quant::tile_order_band<T, false, true>(p.tiles_k));
-  auto kernel = qgroup::grouped_col_windows_kernel<In, Fmt, kRule>;
-  const size_t smem = qgroup::window_dynamic_smem<T>();
+  auto kernel = qgroup::grouped_col_windows_kernel<In, Fmt, kRule, W>;
+  const size_t smem = qgroup::window_dynamic_smem<T, W>();
   const Status st = quant::allow_dynamic_smem(kernel, smem);
   if (!st.ok()) return st;
   kernel<<<static_cast<unsigned>(windows * p.tiles_k), quant::kThreads, smem, stream>>>(p);
@@ -242,7 +250,10 @@ Status launch(GroupedProblem p, cudaStream_t stream) {
     }
   }
   if constexpr (COL && !ROW && kWindowsTypes<T>) {
-    if (takes_windows(p, sms)) return launch_windows<In, Fmt, kRule>(p, stream);
+    if (takes_windows(p, sms)) {
+      return one_group(p) ? launch_windows<In, Fmt, kRule, qgroup::OneGroupWindows>(p, stream)
+                          : launch_windows<In, Fmt, kRule, qgroup::GroupWindows>(p, stream);
+    }
   }
   const Strips strips = choose_strips(ROW && COL, COL && !ROW && T::elem_bits == 4, fast_memory_per_sm(), p.tile_rows,
                                       num::ceil_div(p.tile.M, int64_t{qgroup::kTileRows}) + 1, p.tiles_k, slots);
