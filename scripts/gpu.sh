@@ -98,8 +98,8 @@ sanitize_one() {
   MXQ_TEST_QUICK=1 compute-sanitizer --tool "$1" --error-exitcode 99 "$2"
 }
 # sanitize_windows TOOL: the grouped quantize test once more with every eligible colwise case on
-# the windows kernel (the launcher picks it for small groups, and on slow memory per SM for
-# small grids).
+# the windows kernel (the launcher picks it for small groups, and for one group or on slow memory
+# per SM for small grids).
 GROUPED_TEST="$BUILD/tests/test_cuda_test_grouped_quantize_vs_cpu"
 sanitize_windows() {
   [ -x "$GROUPED_TEST" ] || return 0

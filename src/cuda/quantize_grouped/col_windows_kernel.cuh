@@ -23,11 +23,13 @@
 namespace mxq::cuda::qgroup {
 
 // A window's geometry: it owns the block starts in its first kOwned rows and stages kStaged rows,
-// the rows of every block it owns.
+// the rows of every block it owns: 32 more for blocks that start anywhere, none more (kOwned a
+// multiple of 32) for blocks that start on multiples of 32.
 template <int kOwned, int kStaged>
 struct WindowShape {
   static constexpr int owned = kOwned, staged = kStaged;
-  static_assert(kStaged % 16 == 0 && kStaged >= kOwned && kStaged <= kOwned + 32, "whole passes of 16 rows");
+  static_assert(kStaged % 16 == 0 && (kStaged == kOwned + 32 || (kStaged == kOwned && kOwned % 32 == 0)),
+                "whole passes of 16 rows holding every owned block");
 };
 // Windows of 112 block starts and 144 staged rows (36 KB, with 16 KB of staged output and the
 // static shared memory) fit four CTAs per SM in 64 registers without spills. Against 128 / 160
@@ -37,10 +39,11 @@ struct WindowShape {
 using GroupWindows = WindowShape<112, 144>;
 // One group starts at row 0, so its blocks start on multiples of 32 and a window of a plain
 // tile's 128 rows stages every row of its blocks: no extra rows, four blocks per column (one
-// round). Only for G = 1: with more groups a block may start anywhere, and one that runs past
-// the staged rows needs rows of the next window. Reading those from global memory made every
-// case with G >= 8 about twice as slow (H200, same run); shared memory for them would cost the
-// fourth CTA per SM.
+// round). Only for G = 1: with more groups a block may start anywhere, and the one that runs past
+// the staged rows needs up to 31 rows of the next window. H200, same run, G >= 8: reading them from
+// global memory in the block's passes made the kernel about twice as slow; the whole CTA taking
+// that block first (its rows past the window loaded into registers while the copies land) was
+// 5-15 % slower than these windows or the tiles; staging them would cost the fourth CTA per SM.
 using OneGroupWindows = WindowShape<128, 128>;
 constexpr int kWindowSlots = 4;  // blocks per column per round (the output tile's)
 constexpr int kWindowCtasPerSm = 4;
@@ -125,8 +128,7 @@ __global__ void __launch_bounds__(kThreads, kWindowCtasPerSm) grouped_col_window
     w.m0 = r0;
     w.in_rows = static_cast<int>(max(int64_t{0}, min(p.M - r0, int64_t{W::staged})));
     w.k_full = k0 + kTileCols <= p.K;
-    quant::stage_tile<T, false, false, 1, W::staged>(p, w, tid % T::chunks_per_row, tid / T::chunks_per_row,
-                                                             staged);
+    quant::stage_tile<T, false, false, 1, W::staged>(p, w, tid % T::chunks_per_row, tid / T::chunks_per_row, staged);
   }
   if (tid < 32) {
     __syncwarp();

@@ -179,9 +179,11 @@ constexpr int64_t kWindowsSlowMemoryRounds = 16;
 
 // One group takes windows of a plain tile's rows (qgroup::OneGroupWindows) while they make at most
 // kWindowsSlowMemoryRounds rounds of CTAs, on every GPU: they load before the walk, as the plain
-// kernel does, and one group never has a block that runs past its window. H200, same run, three
-// repetitions, 16384 tokens, G = 1, against the tiles: 4.1 / 2.8 / 1.1 / 0.9 % faster at dims 1536
-// / 2048 / 5120 / 7168 (0.843 -> 0.878 at dim 1536); 131072 x 2048 (32 rounds) 0.1 % slower.
+// kernel does, and one group never has a block that runs past its window. Same run, three
+// repetitions, 16384 tokens, G = 1, against the tiles, dims 1536 / 2048 / 5120 / 7168: H200
+// 0.839 / 0.856 / 0.927 / 0.947 -> 0.870 / 0.890 / 0.939 / 0.954 of the copy, H100 0.864 / 0.904 /
+// 0.931 / 0.945 -> 0.904 / 0.927 / 0.944 / 0.953 (the 112-row windows: 0.875 / 0.913 / 0.933 /
+// 0.943); at 131072 tokens (32 rounds and more) the tiles are as fast.
 bool one_group(const GroupedProblem& p) { return p.walk.G == 1; }
 
 int64_t window_count(const GroupedProblem& p) {
