@@ -186,9 +186,15 @@ constexpr int64_t kWindowsSlowMemoryRounds = 16;
 // 0.943); at 131072 tokens (32 rounds and more) the tiles are as fast.
 bool one_group(const GroupedProblem& p) { return p.walk.G == 1; }
 
+// f(shape) with the window geometry of p (a qgroup::WindowShape): the one place that picks it.
+template <class F>
+auto with_window_shape(const GroupedProblem& p, F&& f) {
+  return one_group(p) ? f(qgroup::OneGroupWindows{}) : f(qgroup::GroupWindows{});
+}
+
+template <class W>
 int64_t window_count(const GroupedProblem& p) {
-  const int64_t rows = one_group(p) ? qgroup::OneGroupWindows::owned : qgroup::GroupWindows::owned;
-  return std::max(num::ceil_div(p.tile.M, rows), int64_t{1});
+  return std::max(num::ceil_div(p.tile.M, int64_t{W::owned}), int64_t{1});
 }
 
 enum class ColwiseKernel { automatic, windows, tiles };
@@ -214,15 +220,17 @@ bool takes_windows(const GroupedProblem& p, int sms) {
     case ColwiseKernel::tiles: return false;
     default:
       return p.tile.M <= kWindowsMaxMeanRows * p.walk.G ||
-             ((one_group(p) || !fast_memory_per_sm()) &&
-              window_count(p) * p.tiles_k <= kWindowsSlowMemoryRounds * sms * qgroup::kWindowCtasPerSm);
+             ((one_group(p) || !fast_memory_per_sm()) && with_window_shape(p, [&](auto shape) {
+                return window_count<decltype(shape)>(p) * p.tiles_k <=
+                       kWindowsSlowMemoryRounds * sms * qgroup::kWindowCtasPerSm;
+              }));
   }
 }
 
 template <class In, class Fmt, ScaleRule kRule, class W>
 Status launch_windows(GroupedProblem p, cudaStream_t stream) {
   using T = quant::TileTraits<In, Fmt>;
-  const int64_t windows = window_count(p);
+  const int64_t windows = window_count<W>(p);
   p.tile_rows = windows;
   p.order = quant::TileOrder(static_cast<uint32_t>(windows), static_cast<uint32_t>(p.tiles_k),
                              quant::tile_order_band<T, false, true>(p.tiles_k));
@@ -253,8 +261,9 @@ Status launch(GroupedProblem p, cudaStream_t stream) {
   }
   if constexpr (COL && !ROW && kWindowsTypes<T>) {
     if (takes_windows(p, sms)) {
-      return one_group(p) ? launch_windows<In, Fmt, kRule, qgroup::OneGroupWindows>(p, stream)
-                          : launch_windows<In, Fmt, kRule, qgroup::GroupWindows>(p, stream);
+      return with_window_shape(p, [&](auto shape) {
+        return launch_windows<In, Fmt, kRule, decltype(shape)>(p, stream);
+      });
     }
   }
   const Strips strips = choose_strips(ROW && COL, COL && !ROW && T::elem_bits == 4, fast_memory_per_sm(), p.tile_rows,
