@@ -155,15 +155,18 @@ __device__ __forceinline__ void store_col_tile(const Problem& p, const TileCoord
   uint8_t* dst = p.col_data + (c.b * p.K + c.k0 + row0) * out_row + col_byte0 + chunk * 16;
   const int64_t step_bytes = kRowsPerStep * out_row;
   const int row_bytes = static_cast<int>(code_bytes<T>(c.col_rows));  // bytes of a row the tile writes
-  // This thread's 16 bytes of each row lie inside the tile's rows (always, for full tiles).
+  // This thread's 16 bytes of each row lie inside the tile's rows (always, for full tiles), or
+  // none of them do (a partial tile's last chunks: skipped, not run through the byte loop with
+  // every store predicated off).
   const bool whole = p.vec_col_out && col_byte0 % 16 == 0 && chunk * 16 + 16 <= row_bytes;
+  const bool none = chunk * 16 >= row_bytes;
 #pragma unroll
   for (int step = 0; step < kTileCols / kRowsPerStep; ++step, dst += step_bytes) {
     const int row = row0 + step * kRowsPerStep;
     const uint4 v = *reinterpret_cast<const uint4*>(out_tile + col_out_offset<T>(row, chunk * 16));
     if (whole && (c.k_full || c.k0 + row < p.K)) {
       *reinterpret_cast<uint4*>(dst) = v;
-    } else if (c.k0 + row < p.K) {
+    } else if (!none && c.k0 + row < p.K) {
       uint8_t b[16];
       memcpy(b, &v, sizeof(v));
 #pragma unroll
