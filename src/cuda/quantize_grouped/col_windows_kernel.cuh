@@ -12,9 +12,10 @@
 // are numbered 0, 1, ... in the transposed output, and a window's blocks are a run of them
 // [b_lo, b_hi). The padding blocks of a group (alignments above 32) belong to the window of its
 // last block with rows. Rounds of kWindowSlots blocks per column go through the staged output tile
-// and out as whole 16-byte segments of the transposed rows; the scales go out byte by byte (a
-// window's blocks need not start on a 512-byte scale tile), with the zero columns of a group's
-// blocked scale tiles written beside its last block.
+// and out as whole 16-byte segments of the transposed rows; their scales are staged as one blocked
+// tile and go out as 16-byte words where the round's blocks are one whole blocked tile of a group,
+// byte by byte otherwise (a window's blocks need not start on a 512-byte scale tile), with the
+// zero columns of a group's blocked scale tiles written beside its last block: store_round_scales.
 #pragma once
 #include <cstdint>
 
@@ -77,39 +78,53 @@ __device__ __forceinline__ int32_t blocks_before(int32_t start, int32_t n, int32
   return static_cast<int32_t>((R - start + 31) >> 5);
 }
 
-// The scale bytes of block j of group g for k rows k0 + kl (h = 0, 1): blocked (with the zero
-// columns past the group's last block and zero rows past K) or linear (k < K only).
+// A round's scales, staged as one blocked tile (k row kl, slot s at quant::staged_scale_offset),
+// go out after the round's barrier. Where the round's blocks are blocks 4 i .. 4 i + 3 of one
+// group and every k row of the column tile lies inside K, they are a whole 512-byte blocked tile:
+// 16-byte words from warp 0. Otherwise byte by byte, a block (slot) at a time, lanes laid along
+// the blocked tile (consecutive lanes 4 bytes apart: a warp's store covers four sectors), with
+// the zero rows past K and the zero columns past a group's last block. Each thread storing its
+// own block's bytes instead touched 16 sectors per warp store (ncu, H100, 16384 x 1536, G = 1:
+// 13 % of the kernel's L2 sectors were such excess).
+struct RoundScales {
+  uint8_t tile[quant::kScaleTileBytes];
+  int8_t group[kWindowSlots];  // the block's group among the window's (WindowStorage::group)
+  static_assert(kWarpWalkGroups <= 127, "a group index fits int8_t");
+};
+
 template <class T>
-__device__ __forceinline__ void store_window_scales(const GroupedProblem& gp, const WindowGroup& g, int32_t j,
-                                                    int64_t k, const uint32_t (&sb)[2]) {
+__device__ __forceinline__ void store_round_scales(const GroupedProblem& gp, const WindowStorage& s,
+                                                   const RoundScales& rs, int64_t k0, bool k_full, int32_t base,
+                                                   int32_t blocks, int tid) {
+  static_assert(kWindowSlots == 4 && kThreads == 2 * kTileCols, "a round of four blocks per column: one tile");
   const quant::Problem& p = gp.tile;
-#pragma unroll
-  for (int h = 0; h < 2; ++h) {
-    const int64_t kh = k + h;
+  const WindowGroup& first = s.group[rs.group[0]];
+  const int32_t j0 = base - first.q_first;
+  if (p.blocked && k_full && blocks == kWindowSlots && j0 % 4 == 0 && j0 + kWindowSlots <= first.q) {
+    if (tid < 32) {
+      uint8_t* tile = p.col_scales + gp.k_rows_padded * 4 * first.qtiles_first + num::blocked_offset(k0, j0, first.qtiles);
+      quant::store_scale_tile(tile, rs.tile, tid, p.vec_scales);
+    }
+    return;
+  }
+  const int w = tid % kTileCols;
+  const int kl = p.blocked ? (w % 4) * 32 + w / 4 : w;  // blocked: lane w writes byte 4 w + j % 4 of the tile
+  const int64_t k = k0 + kl;
+  for (int slot = tid / kTileCols; slot < blocks; slot += kThreads / kTileCols) {
+    const WindowGroup& g = s.group[rs.group[slot]];
+    const int32_t j = base + slot - g.q_first;
+    const uint8_t v = rs.tile[quant::staged_scale_offset(kl, slot)];
     if (p.blocked) {
       uint8_t* m = p.col_scales + gp.k_rows_padded * 4 * g.qtiles_first;
-      __builtin_assume(kh >= 0 && j >= 0);
-      m[num::blocked_offset(kh, j, g.qtiles)] = kh < p.K ? static_cast<uint8_t>(sb[h]) : 0;
+      __builtin_assume(k >= 0 && j >= 0);
+      m[num::blocked_offset(k, j, g.qtiles)] = k < p.K ? v : 0;
       if (j == g.q - 1) {
-        for (int32_t jj = g.q; jj < 4 * g.qtiles; ++jj) m[num::blocked_offset(kh, jj, g.qtiles)] = 0;
+        for (int32_t jj = g.q; jj < 4 * g.qtiles; ++jj) m[num::blocked_offset(k, jj, g.qtiles)] = 0;
       }
-    } else if (kh < p.K) {
-      p.col_scales[kh * p.col_scale_cols + g.q_first + j] = static_cast<uint8_t>(sb[h]);
+    } else if (k < p.K) {
+      p.col_scales[k * p.col_scale_cols + g.q_first + j] = v;
     }
   }
-}
-
-// Whether a round's blocks [base, base + kWindowSlots) are blocks 4 i .. 4 i + 3 of group g with
-// every k row of the column tile inside K (blocked scales): then their scales are one whole
-// 512-byte blocked tile, staged and stored as 16-byte words. The same for every thread of the
-// round: if it holds for one thread's group, all the round's blocks are in that group. Byte
-// stores from every thread touch 16 sectors per warp store (ncu, H100, 16384 x 1536, G = 1: 13 %
-// of the kernel's L2 sectors were such excess).
-__device__ __forceinline__ bool round_fills_scale_tile(const quant::Problem& p, bool k_full, const WindowGroup& g,
-                                                       int32_t base, int32_t b_hi) {
-  static_assert(kWindowSlots == 4, "a round of four blocks per column is one blocked scale tile");
-  return p.blocked && k_full && base + kWindowSlots <= b_hi && g.q_first <= base && (base - g.q_first) % 4 == 0 &&
-         base + kWindowSlots <= g.q_first + g.q;
 }
 
 // CTA i takes (window, column tile) = gp.order.place(i) (bands of column tiles, as colwise alone
@@ -123,7 +138,7 @@ __global__ void __launch_bounds__(kThreads, kWindowCtasPerSm) grouped_col_window
   static_assert(kThreads == kPairs * kWindowSlots, "a thread per column pair and slot");
   extern __shared__ __align__(128) uint4 staged[];  // aligned: see quantize_tile_kernel
   __shared__ WindowStorage s;
-  __shared__ __align__(16) uint8_t round_scales[quant::kScaleTileBytes];  // see round_fills_scale_tile
+  __shared__ __align__(16) RoundScales round_scales;
 
   const quant::Problem& p = gp.tile;
   const quant::TilePlace at = gp.order.place(blockIdx.x);
@@ -177,13 +192,10 @@ __global__ void __launch_bounds__(kThreads, kWindowCtasPerSm) grouped_col_window
   c.k_full = k0 + kTileCols <= p.K;
   for (int32_t base = b_lo; base < b_hi; base += kWindowSlots) {
     const int32_t b = base + slot;
-    bool scale_tile = false;
-    WindowGroup g;
     if (b < b_hi) {
       int i = 0;
       while (i + 1 < count && !(b >= s.group[i].q_first && b < s.group[i].q_first + s.group[i].q)) ++i;
-      g = s.group[i];
-      scale_tile = round_fills_scale_tile(p, c.k_full, g, base, b_hi);
+      const WindowGroup g = s.group[i];
       const int32_t j = b - g.q_first;
       // The group's rows from the block's first on: 32 or more for a full block, fewer for its
       // last block with rows, none for a padding block. Not clamped to [0, 32]: ptxas (CUDA 13.0,
@@ -216,22 +228,19 @@ __global__ void __launch_bounds__(kThreads, kWindowCtasPerSm) grouped_col_window
       } else {
         quant::col_block_codes<In, Fmt>(masked, mult, poisoned, out_tile, pair, slot);
       }
-      if (scale_tile) {
-        round_scales[quant::staged_scale_offset(2 * pair, slot)] = static_cast<uint8_t>(sb[0]);
-        round_scales[quant::staged_scale_offset(2 * pair + 1, slot)] = static_cast<uint8_t>(sb[1]);
-      } else {
-        store_window_scales<T>(gp, g, j, k0 + 2 * pair, sb);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        round_scales.tile[quant::staged_scale_offset(2 * pair + h, slot)] = static_cast<uint8_t>(sb[h]);
       }
+      if (pair == 0) round_scales.group[slot] = static_cast<int8_t>(i);
     }
-    __syncthreads();  // the round's output tile (and scale tile) is complete
+    __syncthreads();  // the round's output and scale tiles are complete
+    const int32_t blocks = min(kWindowSlots, b_hi - base);
     c.col_m0 = int64_t{base} * T::block;
-    c.col_rows = min(kWindowSlots, b_hi - base) * T::block;
+    c.col_rows = blocks * T::block;
     quant::store_col_tile<T>(p, c, out_tile, tid);
-    if (tid < 32 && scale_tile) {  // warp 0 holds the round's first block (slot 0)
-      uint8_t* tile = p.col_scales + gp.k_rows_padded * 4 * g.qtiles_first + num::blocked_offset(k0, base - g.q_first, g.qtiles);
-      quant::store_scale_tile(tile, round_scales, tid, p.vec_scales);
-    }
-    if (base + kWindowSlots < b_hi) __syncthreads();  // the next round reuses the output tile
+    store_round_scales<T>(gp, s, round_scales, k0, c.k_full, base, blocks, tid);
+    if (base + kWindowSlots < b_hi) __syncthreads();  // the next round reuses the output and scale tiles
   }
 }
 
