@@ -182,8 +182,8 @@ __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord&
         return staged_tile[(row0 + i * T::rows_per_pass) * T::chunks_per_row + chunk];
       };
       using BeforeGroup = std::conditional_t<kRowsAsTheyLand, WaitForPassGroup<T>, NoGroupWait>;
-      block_amax = quantize_rows<In, Fmt>(p, c, scaler, staged_chunk, row0, chunk, tile_row_out<T>(p, c, row0, chunk),
-                                          row_scale_tile, BeforeGroup{});
+      block_amax = quantize_rows<In, Fmt, true>(p, c, scaler, staged_chunk, row0, chunk,
+                                                tile_row_out<T>(p, c, row0, chunk), row_scale_tile, BeforeGroup{});
       if constexpr (kRowsAsTheyLand) __syncthreads();  // every thread's copies have landed
     }
     uint8_t* out_tile = reinterpret_cast<uint8_t*>(staged_tile) + T::staged_tile_bytes;

@@ -172,7 +172,10 @@ struct WaitForPassGroup {
 // All rowwise passes of this thread's chunk, L at a time; before_group(g) runs before group g.
 // Returns the largest amax bits of the blocks whose scales this thread computed: over the warp,
 // every block of its rows once (the tile amax, without another look at the elements).
-template <class In, class Fmt, class ChunkAt, class Out, class BeforeGroup = NoGroupWait>
+// kSkipPastRows: groups of passes wholly past c.row_rows only write their zero scales (the staged
+// tiles of colwise and both, whose partial tiles end token groups; see quantize_col_pairs). Not
+// for the register path: there the branch made the plain fp16 -> mxfp8 rowwise kernel spill.
+template <class In, class Fmt, bool kSkipPastRows = false, class ChunkAt, class Out, class BeforeGroup = NoGroupWait>
 __device__ __forceinline__ uint32_t quantize_rows(const Problem& p, const TileCoord& c, const BlockScaler<Fmt>& scaler,
                                               ChunkAt chunk_at, int row0, int chunk, const Out& out,
                                               uint8_t* row_scale_tile, BeforeGroup before_group = {}) {
@@ -188,6 +191,11 @@ __device__ __forceinline__ uint32_t quantize_rows(const Problem& p, const TileCo
 #pragma unroll
   for (int first = 0; first < T::passes; first += L) {
     before_group(first / L);
+    if (kSkipPastRows && first * T::rows_per_pass >= c.row_rows) {
+      // Every row of the group lies past the tile's rows (a partial tile): only its zero scales.
+      slot.put(first * T::rows_per_pass, c.row_rows, 0);
+      continue;
+    }
     amax = max(amax, quantize_row_passes<In, Fmt>(scaler, chunk_at, first, out, slot, c.row_rows));
   }
   return amax;
