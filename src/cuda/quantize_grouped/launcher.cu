@@ -78,9 +78,10 @@ constexpr int64_t kOneTileRounds = 16;
 // On fast memory both directions with many groups take one tile per CTA up to 24 rounds: H200,
 // same run, 16384 tokens, G = 64, the one-tile kernel against the strips: 7.6 % faster at dim
 // 1536 (4.7 rounds, 0.717 -> 0.779 of the copy), 4.0 % at dim 2048 (6.3 rounds); the one-tile
-// path was 2-2.5 % slower at dims 5120 / 7168 (15-21 rounds) until partial tiles skipped their
-// empty blocks (quantize_col_pairs), then 2.4-2.5 % faster there (0.808 -> 0.836, 0.815 -> 0.830)
-// and 4.8 % at 32768 x 2048 (10 rounds; 0.840 -> 0.878). Not measured past 21 rounds.
+// path was 2-2.5 % slower at dims 5120 / 7168 (16-22 rounds) until partial tiles skipped their
+// empty blocks (quantize_col_pairs), then 2.4-2.5 % faster there (0.808 -> 0.836, 0.815 -> 0.830;
+// 15 and 21 rounds) and 4.8 % at 32768 x 2048 (10 rounds; 0.840 -> 0.878). Not measured past 21
+// rounds.
 constexpr int64_t kFastBothOneTileRounds = 24;
 // FP4 colwise alone keeps the strips beyond a few rounds of CTAs: H200, same run, 8 groups, one
 // tile per CTA against two-tile strips: 3.5-6 % faster at 16384 x 1536 (3 rounds), 0.5-1.3 %
