@@ -161,63 +161,67 @@ __device__ __forceinline__ GroupSums shfl_up_sums(const GroupSums& v, int d) {
           __shfl_up_sync(0xFFFFFFFFu, v.qcols, d), __shfl_up_sync(0xFFFFFFFFu, v.qtiles, d)};
 }
 
-// Few groups: one warp walks them, 32 per step, with shuffle scans (no block barriers: the other
+// Few groups: one warp walks them, two per lane, with shuffle scans (no block barriers: the other
 // warps only wait at the caller's barrier, and the CTA's walk costs a tenth of the block scans').
 constexpr int kWarpWalkGroups = 64;
-constexpr int kWarpWalkSteps = kWarpWalkGroups / 32;
+constexpr int kWarpWalkPerLane = kWarpWalkGroups / 32;
+static_assert(kWarpWalkPerLane == 2, "walk_groups_warp takes two groups per lane");
 
-// The raw end offsets of the one-warp walk, lane l holding groups l and 32 + l: loaded up front,
-// so that both steps wait for one L2 round trip, which the caller may issue before other loads.
+// The raw end offsets of the one-warp walk, lane l holding groups 2 l and 2 l + 1: loaded up
+// front, so that the walk waits for one L2 round trip, which the caller may issue before other
+// loads.
 struct WarpEnds {
-  int32_t raw[kWarpWalkSteps];
+  int32_t raw[kWarpWalkPerLane];
 };
 __device__ __forceinline__ WarpEnds load_warp_ends(const GroupWalk& w) {
   const int lane = static_cast<int>(threadIdx.x % 32);
   WarpEnds e;
 #pragma unroll
-  for (int step = 0; step < kWarpWalkSteps; ++step) {
-    const int32_t g = 32 * step + lane;
-    e.raw[step] = g < w.G ? __ldg(w.ends + g) : 0;
+  for (int h = 0; h < kWarpWalkPerLane; ++h) {
+    const int32_t g = kWarpWalkPerLane * lane + h;
+    e.raw[h] = g < w.G ? __ldg(w.ends + g) : 0;
   }
   return e;
 }
 
-// The walk of G <= kWarpWalkGroups groups by one warp (all 32 lanes call it).
+// The walk of G <= kWarpWalkGroups groups by one warp (all 32 lanes call it), two adjacent groups
+// per lane: one scan of 32 lanes for up to 64 groups. The walk is on every CTA's path to its first
+// load (ncu, H200, both directions at G = 64: the grouped CTAs stall twice as long at barriers as
+// the plain kernel's, the seven warps waiting for warp 0's walk). With 32 groups per step, G =
+// 33-64 took two steps of scans: H200, same run, four repetitions, 16384 tokens, G = 64, both
+// directions 3.0 / 1.9 / 3.3 / 3.1 % faster at dims 1536 / 2048 / 5120 / 7168 (0.833 -> 0.861 of
+// the copy at dim 1536); colwise, rowwise and fused pad + rowwise within +-1.4 %.
 template <class Visit>
 __device__ void walk_groups_warp(const GroupWalk& w, const WarpEnds& ends, bool write_offsets, Visit& visit,
                                  GroupTotals& totals) {
   const int lane = static_cast<int>(threadIdx.x % 32);
-  int32_t carry_end = 0;
-  GroupSums carry;
-#pragma unroll
-  for (int step = 0; step < kWarpWalkSteps; ++step) {
-    if (32 * step >= w.G) break;
-    const int32_t g = 32 * step + lane;
-    const bool real = g < w.G;
-    const int32_t capped = min(ends.raw[step], w.M);
-    // The clamped end of g is the running maximum of min(max(raw_h, 0), M) over h <= g
-    // (num::clamp_group_end).
-    int32_t incl = real ? max(capped, 0) : 0;
-    for (int d = 1; d < 32; d *= 2) {
-      const int32_t o = __shfl_up_sync(0xFFFFFFFFu, incl, d);
-      if (lane >= d) incl = max(incl, o);
-    }
-    const int32_t up = __shfl_up_sync(0xFFFFFFFFu, incl, 1);
-    const int32_t prev = max(lane > 0 ? up : 0, carry_end);
-    const int32_t end = real ? max(capped, prev) : prev;
-    const GroupSums mine = group_sums(w, end - prev);
-    GroupSums sum = mine;  // inclusive
-    for (int d = 1; d < 32; d *= 2) {
-      const GroupSums o = shfl_up_sums(sum, d);
-      if (lane >= d) sum = AddSums{}(sum, o);
-    }
-    const GroupSums before = {carry.padded + sum.padded - mine.padded, carry.tiles + sum.tiles - mine.tiles,
-                              carry.qcols + sum.qcols - mine.qcols, carry.qtiles + sum.qtiles - mine.qtiles};
-    if (real) visit_group(w, g, prev, end - prev, before, mine, write_offsets, visit);
-    carry_end = max(carry_end, __shfl_sync(0xFFFFFFFFu, incl, 31));
-    carry = AddSums{}(carry, shfl_sums(sum, 31));
+  const int32_t ga = 2 * lane, gb = ga + 1;
+  const bool real_a = ga < w.G, real_b = gb < w.G;
+  // The clamped end of g is the running maximum of min(max(raw_h, 0), M) over h <= g
+  // (num::clamp_group_end).
+  const int32_t ca = real_a ? max(min(ends.raw[0], w.M), 0) : 0;
+  const int32_t cb = real_b ? max(min(ends.raw[1], w.M), 0) : 0;
+  int32_t incl = max(ca, cb);
+  for (int d = 1; d < 32; d *= 2) {
+    const int32_t o = __shfl_up_sync(0xFFFFFFFFu, incl, d);
+    if (lane >= d) incl = max(incl, o);
   }
-  if (lane == 0) totals = {carry_end, carry.padded, carry.tiles, carry.qcols, carry.qtiles};
+  const int32_t up = __shfl_up_sync(0xFFFFFFFFu, incl, 1);
+  const int32_t prev = lane > 0 ? up : 0;
+  const int32_t end_a = max(ca, prev), end_b = max(cb, end_a);
+  const GroupSums mine_a = group_sums(w, end_a - prev), mine_b = group_sums(w, end_b - end_a);
+  const GroupSums pair = AddSums{}(mine_a, mine_b);
+  GroupSums sum = pair;  // inclusive
+  for (int d = 1; d < 32; d *= 2) {
+    const GroupSums o = shfl_up_sums(sum, d);
+    if (lane >= d) sum = AddSums{}(sum, o);
+  }
+  const GroupSums before_a = {sum.padded - pair.padded, sum.tiles - pair.tiles, sum.qcols - pair.qcols,
+                              sum.qtiles - pair.qtiles};
+  const GroupSums before_b = AddSums{}(before_a, mine_a);
+  if (real_a) visit_group(w, ga, prev, end_a - prev, before_a, mine_a, write_offsets, visit);
+  if (real_b) visit_group(w, gb, end_a, end_b - end_a, before_b, mine_b, write_offsets, visit);
+  if (lane == 31) totals = {incl, sum.padded, sum.tiles, sum.qcols, sum.qtiles};
 }
 
 // Many groups: the CTA walks them, one group per thread and step, with block scans; every
