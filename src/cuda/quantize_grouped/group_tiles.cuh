@@ -186,11 +186,12 @@ __device__ __forceinline__ WarpEnds load_warp_ends(const GroupWalk& w) {
 
 // The walk of G <= kWarpWalkGroups groups by one warp (all 32 lanes call it), two adjacent groups
 // per lane: one scan of 32 lanes for up to 64 groups. The walk is on every CTA's path to its first
-// load (ncu, H200, both directions at G = 64: the grouped CTAs stall twice as long at barriers as
-// the plain kernel's, the seven warps waiting for warp 0's walk). With 32 groups per step, G =
-// 33-64 took two steps of scans: H200, same run, four repetitions, 16384 tokens, G = 64, both
-// directions 3.0 / 1.9 / 3.3 / 3.1 % faster at dims 1536 / 2048 / 5120 / 7168 (0.833 -> 0.861 of
-// the copy at dim 1536); colwise, rowwise and fused pad + rowwise within +-1.4 %.
+// load (ncu, H200, both directions at G = 64: the grouped CTAs stall about twice as long at
+// barriers as the plain kernel's, whose tile lacks the barrier after warp 0's walk). With 32
+// groups per step, G = 33-64 took two steps of scans: H200, same run, four repetitions, 16384
+// tokens, G = 64, both directions 3.0 / 1.9 / 3.3 / 3.1 % faster at dims 1536 / 2048 / 5120 /
+// 7168 (0.833 -> 0.861 of the copy at dim 1536); colwise, rowwise and fused pad + rowwise within
+// +-1.4 %.
 template <class Visit>
 __device__ void walk_groups_warp(const GroupWalk& w, const WarpEnds& ends, bool write_offsets, Visit& visit,
                                  GroupTotals& totals) {
