@@ -152,10 +152,6 @@ __device__ __forceinline__ void visit_group(const GroupWalk& w, int32_t g, int32
   }
 }
 
-__device__ __forceinline__ GroupSums shfl_sums(const GroupSums& v, int src) {
-  return {__shfl_sync(0xFFFFFFFFu, v.padded, src), __shfl_sync(0xFFFFFFFFu, v.tiles, src),
-          __shfl_sync(0xFFFFFFFFu, v.qcols, src), __shfl_sync(0xFFFFFFFFu, v.qtiles, src)};
-}
 __device__ __forceinline__ GroupSums shfl_up_sums(const GroupSums& v, int d) {
   return {__shfl_up_sync(0xFFFFFFFFu, v.padded, d), __shfl_up_sync(0xFFFFFFFFu, v.tiles, d),
           __shfl_up_sync(0xFFFFFFFFu, v.qcols, d), __shfl_up_sync(0xFFFFFFFFu, v.qtiles, d)};
