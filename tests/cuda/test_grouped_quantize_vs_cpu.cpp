@@ -121,8 +121,8 @@ TEST(CudaGroupedQuantize, JaggedGroupsEveryDimAndGroupCount) {
   MXQ_FRESH_RNG(rng);
   const int64_t budget = quick_mode() ? 40000 : 3000000;  // elements per case
   for (int64_t K : {7, 160, 2048, 7168}) {
-    // 40 and 64: the one-warp walk with a partial and a full second step of 32 groups; 65 and
-    // 256: the block walk (group_tiles.cuh).
+    // 40 and 64: the one-warp walk (two groups per lane) on part of its lanes and on all of them;
+    // 65 and 256: the block walk (group_tiles.cuh).
     for (int64_t G : {1, 4, 8, 16, 40, 64, 65, 256}) {
       if (quick_mode() && G > 16 && G != 40 && G != 65) continue;
       const int64_t max_rows = std::max<int64_t>(budget / K, 2 * G);
