@@ -192,7 +192,7 @@ template <class Visit>
 __device__ void walk_groups_warp(const GroupWalk& w, const WarpEnds& ends, bool write_offsets, Visit& visit,
                                  GroupTotals& totals) {
   const int lane = static_cast<int>(threadIdx.x % 32);
-  const int32_t ga = 2 * lane, gb = ga + 1;
+  const int32_t ga = kWarpWalkPerLane * lane, gb = ga + 1;  // load_warp_ends' raw[0] and raw[1]
   const bool real_a = ga < w.G, real_b = gb < w.G;
   // The clamped end of g is the running maximum of min(max(raw_h, 0), M) over h <= g
   // (num::clamp_group_end).
