@@ -39,8 +39,11 @@ __device__ __forceinline__ void zero_columns(uint8_t* base, int64_t pitch, int64
   const int64_t pieces = (end - begin + kZeroChunk - 1) / kZeroChunk;
   const int64_t units = (r1 - r0) * pieces;
   const int warps = blockDim.x / 32, warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  // Spans of at most 4 KiB (a group's padding rows in one column tile, the bytes past the last
+  // group of a transposed row) are one piece per row: no 64-bit division for them.
+  const bool one_piece = pieces == 1;
   for (int64_t u = part * warps + warp; u < units; u += parts * warps) {
-    const int64_t r = r0 + u / pieces, at = begin + (u % pieces) * kZeroChunk;
+    const int64_t r = r0 + (one_piece ? u : u / pieces), at = begin + (one_piece ? 0 : (u % pieces) * kZeroChunk);
     zero_span(base + r * pitch + at, min(kZeroChunk, end - at), lane, 32);
   }
 }
