@@ -3,6 +3,7 @@
 #include <set>
 #include <sstream>
 #include <string>
+#include <utility>
 
 #include "bench_core.hpp"
 
@@ -243,6 +244,16 @@ std::vector<BenchCase> select_cases(const BenchOptions& o, Backend backend) {
     if (!allowed(o.groups, c.groups)) continue;
     if ((c.graph && o.no_graph) || (!c.graph && o.graph_only)) continue;
     kept.push_back(c);
+  }
+  if (!o.dtypes.empty()) {
+    std::vector<BenchCase> typed;
+    for (const BenchCase& kind : kept)
+      for (DType t : o.dtypes) {
+        BenchCase c = kind;
+        c.dtype = t;
+        typed.push_back(c);
+      }
+    kept = std::move(typed);
   }
   if (o.shapes.empty()) return kept;
   std::vector<BenchCase> expanded;

@@ -13,6 +13,8 @@ const std::map<std::string, Op> kOps = {{"quantize", Op::quantize},
                                         {"pad", Op::pad},
                                         {"unpad", Op::unpad},
                                         {"amax", Op::amax}};
+// The input dtypes every op takes (and dequantize writes).
+const std::map<std::string, DType> kDTypes = {{"bf16", DType::bf16}, {"fp16", DType::fp16}, {"fp32", DType::fp32}};
 const std::map<std::string, Flush> kFlushes = {{"write", Flush::write}, {"read", Flush::read}};
 const CLI::Validator kShapeText(
     [](std::string& text) {
@@ -33,6 +35,9 @@ void add_bench_options(CLI::App& app, BenchCli& cli) {
   app.add_option("--dir", o.directions, "Directions (repeatable): rowwise, colwise, both")
       ->transform(CLI::CheckedTransformer(names_of<Direction>(), CLI::ignore_case));
   app.add_option("--groups", o.groups, "Token-group counts to keep (repeatable; 0 = ungrouped)");
+  app.add_option("--dtype", o.dtypes,
+                 "Input dtypes (repeatable; dequantize: its output): bf16 (default), fp16, fp32")
+      ->transform(CLI::CheckedTransformer(kDTypes, CLI::ignore_case));
   app.add_option("--shape", cli.shapes,
                  "Shapes MxK or ExMxK (repeatable): every selected case kind at each shape")
       ->check(kShapeText);

@@ -55,6 +55,7 @@ struct BenchOptions {
   std::vector<Format> formats;
   std::vector<Direction> directions;
   std::vector<int32_t> groups;       // token-group counts (0: ungrouped); empty: all
+  std::vector<DType> dtypes;         // every case once per dtype (dequantize: its output); empty: bf16
   std::vector<BenchShape> shapes;    // replace the default shapes
   bool graph_only = false;           // only the CUDA-graph rows
   bool no_graph = false;             // no CUDA-graph rows

@@ -112,6 +112,14 @@ TEST(BenchCases, SelectionFiltersAndReplacesShapes) {
   o = {};
   o.graph_only = true;
   for (const BenchCase& c : select_cases(o, Backend::cuda)) EXPECT_TRUE(c.graph);
+
+  o = {};
+  o.ops = {Op::quantize};
+  const size_t bf16_only = select_cases(o, Backend::cuda).size();
+  o.dtypes = {DType::fp16, DType::fp32};
+  const auto typed = select_cases(o, Backend::cuda);
+  EXPECT_EQ(typed.size(), 2 * bf16_only);
+  for (const BenchCase& c : typed) EXPECT_TRUE(c.dtype == DType::fp16 || c.dtype == DType::fp32);
 }
 
 TEST(BenchPlan, JaggedGroupsCoverAllRows) {

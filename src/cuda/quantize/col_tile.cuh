@@ -54,13 +54,18 @@ __device__ __forceinline__ void col_block_codes(Row&& row, const float (&mult)[2
   using T = TileTraits<In, Fmt>;
   using Raw = typename T::Raw;
   using Pair = typename PairOf<Raw>::type;
-  constexpr int kWordsPerStore = T::block_words % 2 == 0 ? 2 : 1;  // 16-byte shared stores if it can
+  // MX fp4 of bf16: each column's elements of two rows as one bf16 pair (one byte permute),
+  // which the encoder takes as it is; else the elements widened to fp32.
+  constexpr bool kBf16Pairs = std::is_same<In, Bf16In>::value && Fmt::Elem::bits == 4 && !Fmt::nv;
+  // 16-byte shared stores (two words) if it can, except for fp16 -> mxfp4, whose two words would
+  // hold 64 widened floats per thread: the grouped colwise and both kernels spilled 124-176 bytes.
+  // One word per store, H200, same run: plain fp16 -> mxfp4 colwise / both 1.3-1.6 % faster,
+  // grouped (G = 8) 1.7-4.5 %, no spills. (nvfp4 blocks are one word; fp32 rows take float2s.)
+  constexpr bool kWideFloats = !kBf16Pairs && Fmt::Elem::bits == 4 && sizeof(Raw) == 2;
+  constexpr int kWordsPerStore = T::block_words % 2 == 0 && !kWideFloats ? 2 : 1;
 #pragma unroll
   for (int q = 0; q < T::block_words; q += kWordsPerStore) {
     constexpr int kRows = kWordsPerStore * T::codes_per_word;
-    // MX fp4 of bf16: each column's elements of two rows as one bf16 pair (one byte permute),
-    // which the encoder takes as it is; else the elements widened to fp32.
-    constexpr bool kBf16Pairs = std::is_same<In, Bf16In>::value && Fmt::Elem::bits == 4 && !Fmt::nv;
     float x[2][kBf16Pairs ? 1 : kRows];
     uint32_t pairs[2][kBf16Pairs ? kRows / 2 : 1];
 #pragma unroll
