@@ -7,11 +7,16 @@ namespace mxq::num {
 
 MXQ_HD constexpr float bf16_to_float(uint16_t h) { return u2f(static_cast<uint32_t>(h) << 16); }
 
+// fp16 Inf / NaN (exponent field 31) in fp32, the NaN payload kept (shifted into fp32's).
+MXQ_HD constexpr float fp16_special_to_float(uint16_t h) {
+  return u2f((static_cast<uint32_t>(h & 0x8000u) << 16) | 0x7F800000u | (static_cast<uint32_t>(h & 0x3FFu) << 13));
+}
+
 MXQ_HD constexpr float fp16_to_float(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t exp = (h >> 10) & 0x1Fu;
   const uint32_t man = h & 0x3FFu;
-  if (exp == 0x1F) return u2f(sign | 0x7F800000u | (man << 13));  // Inf / NaN (payload kept)
+  if (exp == 0x1F) return fp16_special_to_float(h);
   if (exp != 0) return u2f(sign | ((exp + 112u) << 23) | (man << 13));
   // zero or subnormal: man * 2^-24, exact in fp32
   const float mag = static_cast<float>(man) * pow2f(-24);
