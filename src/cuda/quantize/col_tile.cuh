@@ -78,8 +78,8 @@ __device__ __forceinline__ void col_block_codes(Row&& row, const float (&mult)[2
           pairs[1][i / 2] = byte_perm(above, w, 0x7632);
         }
       } else {
-        x[0][i] = In::to_float(pair_half<Raw>(w, 0));
-        x[1][i] = In::to_float(pair_half<Raw>(w, 1));
+        x[0][i] = In::to_float_for_codes(pair_half<Raw>(w, 0));
+        x[1][i] = In::to_float_for_codes(pair_half<Raw>(w, 1));
       }
     }
 #pragma unroll

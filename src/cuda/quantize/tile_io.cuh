@@ -209,7 +209,8 @@ __device__ __forceinline__ Raw pair_half(const Pair& w, int h) {
   }
 }
 
-// The inputs of one 16-byte chunk widened to fp32, as pairs (low address first).
+// The inputs of one 16-byte chunk widened to fp32 for their codes (In::to_float_for_codes), as
+// pairs (low address first).
 template <class In, int N>
 __device__ __forceinline__ void chunk_to_float(const uint4& raw, float (&x)[N]) {
   using Raw = typename In::Raw;
@@ -219,8 +220,8 @@ __device__ __forceinline__ void chunk_to_float(const uint4& raw, float (&x)[N]) 
   memcpy(pairs, &raw, sizeof(raw));
 #pragma unroll
   for (int j = 0; j < N / 2; ++j) {
-    x[2 * j] = In::to_float(pair_half<Raw>(pairs[j], 0));
-    x[2 * j + 1] = In::to_float(pair_half<Raw>(pairs[j], 1));
+    x[2 * j] = In::to_float_for_codes(pair_half<Raw>(pairs[j], 0));
+    x[2 * j + 1] = In::to_float_for_codes(pair_half<Raw>(pairs[j], 1));
   }
 }
 
