@@ -24,6 +24,8 @@
 //   x to odd commutes with the exact scaling down to bf16's subnormals, whose spacing 2^-133 is
 //   still 16 times finer than the boundaries of any product that can reach code 1.
 // - encode_e2m1: y already scaled (nvfp4, where the fp32 product must round first).
+// encode_e2m1_pow2_pairs takes the pairs themselves: bf16 words as they are (bf16x2_exact_pair),
+// fp16 words scaled by 2^-112 (fp16x2_scaled_odd_pair), with no widening to fp32.
 // Infinity saturates to 7 like num::encode; NaN is not handled (a block with a NaN is poisoned and
 // never reaches these functions), which is the only input where they differ from num::encode<E2M1>.
 #pragma once
@@ -263,6 +265,22 @@ MXQ_HD uint32_t encode_e2m1_pow2_pairs(const Bf16x2Odd (&pairs)[P], float pow2) 
 // is cut off, so no sticky bit): for bf16 words that are not already pairs of consecutive elements
 // (a column's elements from two staged rows), one byte permute per pair instead of widening both.
 MXQ_HD Bf16x2Odd bf16x2_exact_pair(uint32_t bf16x2) { return {bf16x2, bf16x2 & 0x7FFF7FFFu}; }
+
+// An fp16x2 word as the pair round_to_odd_bf16x2 gives for its elements times 2^-112: fp16's
+// exponent and top 7 mantissa bits read as a bf16 (exponent bias 15 against 127), the 3 bits cut
+// off as the sticky bit, fp16 subnormals as bf16 subnormals (multiples of 2^-133 rounded to odd).
+// So encode_e2m1_pow2_pairs(pairs, pow2 * 2^112) gives the codes of x * pow2 without widening x,
+// as long as pow2 * 2^112 is a finite bf16 power of two (pow2 <= kFp16PairsMaxPow2): an E2M1
+// boundary of x * pow2 (an odd multiple of 1/4) is then an even multiple of the odd rounding's
+// spacing even on the subnormals (2^-133 * pow2 * 2^112 <= 2^-6), so rounding to odd keeps every
+// value on its side. Proven on every fp16 and scale by tests/cpu/test_e2m1_lines.cpp.
+constexpr float kFp16PairsScale = 0x1p112f;
+constexpr float kFp16PairsMaxPow2 = 0x1p15f;
+MXQ_HD Bf16x2Odd fp16x2_scaled_odd_pair(uint32_t fp16x2) {
+  const uint32_t magnitudes = fp16x2 & 0x7FFF7FFFu;
+  const uint32_t sticky = u16x2_min(magnitudes & 0x00070007u, 0x00010001u);
+  return {fp16x2, ((magnitudes >> 3) & 0x0FFF0FFFu) | sticky};  // the signs stay in bits 15 and 31
+}
 
 // E2M1 codes of x[j] * pow2 (x: N = 4 or 8 fp32 values, no NaN; pow2: a power of two in
 // [2^-127, 2^127]), packed low element first.

@@ -7,6 +7,8 @@
 //   MXQ_E2M1_EXHAUSTIVE=1 checks all 2^32 inputs (minutes).
 // - encode_e2m1_pow2(x, r) == num::encode<E2M1>(x * r) for every E8M0 reciprocal r (bytes 0..254):
 //   every bf16 x, and a stride over the fp32 x whose product lands in [2^-3, 2^4).
+// - the fp16 words of fp16 -> mxfp4 (fp16x2_scaled_odd_pair, multiplier times 2^112) equal
+//   num::encode<E2M1>(x * r) for every finite fp16 x and every r up to kFp16PairsMaxPow2.
 // tests/cuda/test_convert_exhaustive.cu repeats them on the device's bf16 instructions.
 #include <gtest/gtest.h>
 
@@ -18,6 +20,7 @@
 
 #include "cuda/e2m1_lines.hpp"
 #include "mxq/numerics/e8m0.hpp"
+#include "mxq/numerics/halfprec.hpp"
 #include "mxq/numerics/minifloat.hpp"
 
 namespace num = mxq::num;
@@ -29,7 +32,7 @@ constexpr int kNoScale = -1;  // encode_e2m1 of the input itself
 
 struct Result {
   uint64_t checked = 0, mismatches = 0;
-  uint32_t first = 0;  // first differing fp32 input
+  uint32_t first = 0;  // first differing input (fp32 bits; fp16 bits in the fp16 test)
   int first_scale = kNoScale;
 
   void add(const Result& o) {
@@ -101,7 +104,7 @@ Result check_parallel(uint32_t base, uint32_t stride, uint64_t count) {
 
 void expect_clean(const Result& r, uint64_t min_checked) {
   EXPECT_GE(r.checked, min_checked);
-  EXPECT_EQ(r.mismatches, 0u) << "first differing fp32 input 0x" << std::hex << r.first << std::dec
+  EXPECT_EQ(r.mismatches, 0u) << "first differing input 0x" << std::hex << r.first << std::dec
                               << (r.first_scale == kNoScale ? "" : " with E8M0 byte ") << r.first_scale;
 }
 
@@ -184,6 +187,39 @@ TEST(E2M1Lines, Bf16WordsAreTheirOwnOddRounding) {
     }
   }
   EXPECT_EQ(mismatches, 0u);
+}
+
+// fp16 words go to encode_e2m1_pow2_pairs through fp16x2_scaled_odd_pair with the multiplier
+// times 2^112, for every E8M0 reciprocal up to kFp16PairsMaxPow2 (bytes 112..254): the codes of
+// num::encode<E2M1>(x * pow2) for every fp16 x but NaN and Inf (which only poisoned blocks hold),
+// each value in every nibble of a word (the other nibbles: a stride of values), both halves.
+TEST(E2M1Lines, Fp16PairsEqualNumericsOnEveryFp16AndScale) {
+  const Result r = run_parallel([](int t, int threads, Result& res) {
+    for (int b = 112 + t; b <= 254; b += threads) {
+      const float pow2 = num::e8m0_reciprocal(static_cast<uint8_t>(b));
+      EXPECT_LE(pow2, cuda::kFp16PairsMaxPow2);
+      for (uint32_t h = 0; h < 0x10000u; ++h) {
+        if ((h & 0x7C00u) == 0x7C00u) continue;
+        uint32_t in[8];
+        for (int j = 0; j < 8; ++j) in[j] = (h + 0x1F3Du * j) & 0xFFFFu;
+        for (int j = 0; j < 8; ++j) {
+          if ((in[j] & 0x7C00u) == 0x7C00u) in[j] &= 0x83FFu;  // a finite value in the other nibbles
+        }
+        cuda::Bf16x2Odd pairs[4];
+        for (int k = 0; k < 4; ++k) pairs[k] = cuda::fp16x2_scaled_odd_pair(in[2 * k] | (in[2 * k + 1] << 16));
+        const uint32_t word = cuda::encode_e2m1_pow2_pairs<4>(pairs, pow2 * cuda::kFp16PairsScale);
+        for (int j = 0; j < 8; ++j) {
+          const uint32_t want = num::encode<num::E2M1>(num::fp16_to_float(static_cast<uint16_t>(in[j])) * pow2);
+          ++res.checked;
+          if (((word >> (4 * j)) & 0xFu) != want && res.mismatches++ == 0) {
+            res.first = in[j];
+            res.first_scale = b;
+          }
+        }
+      }
+    }
+  });
+  expect_clean(r, uint64_t{143} * 0xF800u * 8);
 }
 
 TEST(E2M1Lines, EqualsNumericsOnAllInputs) {

@@ -3,7 +3,8 @@
 // cuda/e2m1_lines.hpp, on the device's bf16x2 instructions, on every non-NaN one; a sample with
 // MXQ_TEST_QUICK). Its power-of-two form equals num::encode(x * r) for every E8M0 reciprocal r
 // on every bf16 x and on the fp32 x whose product lands near the E2M1 grid (all of them for the
-// extreme and middle scales, a stride for the others). The in-range reciprocal equals the IEEE
+// extreme and middle scales, a stride for the others); its fp16-pairs form equals it on every
+// finite fp16 for the scales it takes. The in-range reciprocal equals the IEEE
 // 1.0f / p on all of its range, and the nvfp4 multipliers built on it equal the numerics core's
 // for every finite scale byte at the edges of the fast s_dec range and at samples inside it.
 #include <gtest/gtest.h>
@@ -109,6 +110,43 @@ TEST(CudaConvert, E2M1Pow2EqualsNumericsNearEachScalesGrid) {
       const Mismatches m = compare_e2m1(sign | lo, (hi - lo) / stride, stride, b);
       ASSERT_EQ(m.count, 0u) << "E8M0 byte " << b << ", first differing input 0x" << std::hex << m.first_input;
     }
+  }
+}
+
+// fp16 words through fp16x2_scaled_odd_pair and the lines with the multiplier times 2^112 (the
+// fp16 -> mxfp4 kernels' path) against num::encode(x * r): every finite fp16 x in each nibble of
+// a word (the others: a stride of values), for every E8M0 reciprocal r <= kFp16PairsMaxPow2.
+__global__ void compare_fp16_pairs(int scale_byte, Mismatches* out) {
+  const float pow2 = num::e8m0_reciprocal(static_cast<uint8_t>(scale_byte));
+  for (uint32_t h = blockIdx.x * blockDim.x + threadIdx.x; h < 0x10000u; h += gridDim.x * blockDim.x) {
+    if ((h & 0x7C00u) == 0x7C00u) continue;
+    uint32_t in[8];
+    for (int j = 0; j < 8; ++j) {
+      in[j] = (h + 0x1F3Du * j) & 0xFFFFu;
+      if ((in[j] & 0x7C00u) == 0x7C00u) in[j] &= 0x83FFu;
+    }
+    cuda::Bf16x2Odd pairs[4];
+    for (int k = 0; k < 4; ++k) pairs[k] = cuda::fp16x2_scaled_odd_pair(in[2 * k] | (in[2 * k + 1] << 16));
+    const uint32_t word = cuda::encode_e2m1_pow2_pairs<4>(pairs, pow2 * cuda::kFp16PairsScale);
+    for (int j = 0; j < 8; ++j) {
+      if (((word >> (4 * j)) & 0xFu) != num::encode<num::E2M1>(num::fp16_to_float(static_cast<uint16_t>(in[j])) * pow2)) {
+        if (atomicAdd(&out->count, 1ull) == 0) out->first_input = in[j];
+      }
+    }
+  }
+}
+
+TEST(CudaConvert, E2M1Fp16PairsEqualNumericsOnEveryFp16AndScale) {
+  for (int b = 112; b <= 254; ++b) {
+    ASSERT_LE(num::e8m0_reciprocal(static_cast<uint8_t>(b)), cuda::kFp16PairsMaxPow2);
+    DeviceBuffer buf(sizeof(Mismatches));
+    buf.fill(0);
+    compare_fp16_pairs<<<64, 256>>>(b, reinterpret_cast<Mismatches*>(buf.get()));
+    ASSERT_EQ(cudaGetLastError(), cudaSuccess);
+    ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+    Mismatches m;
+    std::memcpy(&m, buf.download().data(), sizeof m);
+    ASSERT_EQ(m.count, 0u) << "E8M0 byte " << b << ", first differing fp16 input 0x" << std::hex << m.first_input;
   }
 }
 

@@ -170,6 +170,24 @@ TEST(CudaFp4Quantize, NonFiniteBlocksZeroBlocksAndZeroAmax) {
   }
 }
 
+// fp16 -> mxfp4 encodes its words without widening while the block's multiplier is at most
+// 2^15 (encode_codes_mxfp4_pairs) and through fp32 widenings above it (block amax below about
+// 2^-13): every 32 x 32 region gets its own magnitude, from fp16 subnormals and zero blocks to
+// 2^13, so that both paths meet in every direction, rule and layout.
+TEST(CudaFp4Quantize, Fp16BlocksOfEveryMagnitude) {
+  MXQ_FRESH_RNG(rng);
+  HostTensor h = normal_tensor(rng, DType::fp16, 1, 256, 320);
+  for (int64_t m = 0; m < h.rows; ++m) {
+    for (int64_t k = 0; k < h.cols; ++k) {
+      const int e = -27 + int(((m / 32) * 10 + k / 32) % 41);  // 2^-27 .. 2^13 times N(0, 1)
+      h.set(0, m, k, std::ldexp(h.get(0, m, k), e));
+    }
+  }
+  for (ScaleRule r : kRules) {
+    for (ScaleLayout l : kLayouts) expect_cuda_matches_cpu_fp4(h, params(Format::mxfp4, r, l));
+  }
+}
+
 TEST(CudaFp4Quantize, StridedAndUnalignedInputs) {
   MXQ_FRESH_RNG(rng);
   for (Format f : kFormats) {

@@ -54,24 +54,26 @@ __device__ __forceinline__ void col_block_codes(Row&& row, const float (&mult)[2
   using T = TileTraits<In, Fmt>;
   using Raw = typename T::Raw;
   using Pair = typename PairOf<Raw>::type;
-  // MX fp4 of bf16: each column's elements of two rows as one bf16 pair (one byte permute),
-  // which the encoder takes as it is; else the elements widened to fp32.
-  constexpr bool kBf16Pairs = std::is_same<In, Bf16In>::value && Fmt::Elem::bits == 4 && !Fmt::nv;
-  // 16-byte shared stores (two words) if it can, except for fp16 -> mxfp4, whose two words would
-  // hold 64 widened floats per thread: the grouped colwise and both kernels spilled 124-176 bytes.
-  // One word per store, H200, same run: plain fp16 -> mxfp4 colwise / both 1.3-1.6 % faster,
-  // grouped (G = 8) 1.7-4.5 %, no spills. (nvfp4 blocks are one word; fp32 rows take float2s.)
-  constexpr bool kWideFloats = !kBf16Pairs && Fmt::Elem::bits == 4 && sizeof(Raw) == 2;
+  // MX fp4 of 16-bit inputs: each column's elements of two rows as one pair (one byte permute),
+  // which encode_codes_mxfp4_pairs takes as it is; else the elements widened to fp32.
+  constexpr bool kPairs = kMxfp4Pairs<In, Fmt>;
+  // 16-byte shared stores (two words) if it can, except where two words would hold 64 widened
+  // floats per thread: fp16 -> mxfp4 on widenings spilled 124-176 bytes in the grouped colwise
+  // and both kernels (one word per store then: 1.3-4.5 % faster, H200). On pairs, fp16 -> mxfp4
+  // takes two words as bf16 does (8 bytes of spills in the plain both kernels; one word per
+  // store measured within +-1.6 %, H200, session 37). (nvfp4 blocks are one word; fp32 rows take
+  // float2s.)
+  constexpr bool kWideFloats = !kPairs && Fmt::Elem::bits == 4 && sizeof(Raw) == 2;
   constexpr int kWordsPerStore = T::block_words % 2 == 0 && !kWideFloats ? 2 : 1;
 #pragma unroll
   for (int q = 0; q < T::block_words; q += kWordsPerStore) {
     constexpr int kRows = kWordsPerStore * T::codes_per_word;
-    float x[2][kBf16Pairs ? 1 : kRows];
-    uint32_t pairs[2][kBf16Pairs ? kRows / 2 : 1];
+    float x[2][kPairs ? 1 : kRows];
+    uint32_t pairs[2][kPairs ? kRows / 2 : 1];
 #pragma unroll
     for (int i = 0; i < kRows; ++i) {
       const Pair w = row(q * T::codes_per_word + i);
-      if constexpr (kBf16Pairs) {
+      if constexpr (kPairs) {
         if (i % 2 == 1) {
           const uint32_t above = row(q * T::codes_per_word + i - 1);
           pairs[0][i / 2] = byte_perm(above, w, 0x5410);
@@ -87,9 +89,9 @@ __device__ __forceinline__ void col_block_codes(Row&& row, const float (&mult)[2
       uint64_t words[kWordsPerStore];
 #pragma unroll
       for (int j = 0; j < kWordsPerStore; ++j) {
-        if constexpr (kBf16Pairs) {
-          words[j] = encode_codes_mxfp4_bf16x2<Fmt, T::codes_per_word>(pairs[h] + j * T::codes_per_word / 2, mult[h],
-                                                                       poisoned[h]);
+        if constexpr (kPairs) {
+          words[j] = encode_codes_mxfp4_pairs<In, Fmt, T::codes_per_word>(pairs[h] + j * T::codes_per_word / 2, mult[h],
+                                                                          poisoned[h]);
         } else {
           words[j] = encode_codes<Fmt, T::codes_per_word>(x[h] + j * T::codes_per_word, mult[h], poisoned[h]);
         }

@@ -14,6 +14,11 @@ namespace mxq::cuda::quant {
 template <class In, class Fmt>
 constexpr bool kRowMagnitudesShared = std::is_same<In, Bf16In>::value && Fmt::Elem::bits == 4 && !Fmt::nv;
 
+// fp16 -> MX fp4 rowwise codes from the chunk's words (encode_codes_mxfp4_pairs). bf16 keeps the
+// fp32 widenings, which the compiler sees through (round_to_odd_bf16x2<true> of shifted words).
+template <class In, class Fmt>
+constexpr bool kRowFp16Pairs = std::is_same<In, Fp16In>::value && kMxfp4Pairs<In, Fmt>;
+
 // Partial amax of one 16-byte chunk. 16-bit inputs: each half's largest magnitude, sign bits
 // noise (max_abs_16x2 of its words); fp32: the largest abs_bits. Partials of one block combine
 // with combine_amax and end as the numerics core's amax bits through finish_amax.
@@ -144,10 +149,18 @@ __device__ __forceinline__ uint32_t quantize_row_passes(const BlockScaler<Fmt>& 
 #pragma unroll
   for (int q = 0; q < L; ++q) {
     const int i = first + q;
-    float x[T::vec];
-    chunk_to_float<In>(chunk_at(i), x);
     const float block_mult = __shfl_sync(0xFFFFFFFFu, mult, q, L);
-    const uint64_t codes = encode_codes<Fmt, T::vec>(x, block_mult, ((poisoned_passes >> q) & 1u) != 0);
+    const bool block_poisoned = ((poisoned_passes >> q) & 1u) != 0;
+    uint64_t codes;
+    if constexpr (kRowFp16Pairs<In, Fmt>) {
+      const uint4 raw = chunk_at(i);
+      const uint32_t pairs[4] = {raw.x, raw.y, raw.z, raw.w};
+      codes = encode_codes_mxfp4_pairs<In, Fmt, T::vec>(pairs, block_mult, block_poisoned);
+    } else {
+      float x[T::vec];
+      chunk_to_float<In>(chunk_at(i), x);
+      codes = encode_codes<Fmt, T::vec>(x, block_mult, block_poisoned);
+    }
     out.template store<T>(i, codes);
   }
   return amax;
