@@ -5,6 +5,8 @@
 #include <ostream>
 #include <stdexcept>
 
+#include "name_choice.hpp"
+
 namespace mxq::bench {
 namespace {
 
@@ -29,20 +31,20 @@ const CLI::Validator kShapeText(
 void add_bench_options(CLI::App& app, BenchCli& cli) {
   BenchOptions& o = cli.options;
   app.add_option("--op", o.ops, "Ops to time (repeatable): quantize, dequantize, pad, unpad, amax")
-      ->transform(CLI::CheckedTransformer(kOps, CLI::ignore_case));
+      ->transform(options::name_choice(kOps));
   app.add_option("--format", o.formats, "Formats (repeatable): mxfp8, mxfp8_e5m2, mxfp4, nvfp4")
-      ->transform(CLI::CheckedTransformer(names_of<Format>(), CLI::ignore_case));
+      ->transform(options::name_choice(names_of<Format>()));
   app.add_option("--dir", o.directions, "Directions (repeatable): rowwise, colwise, both")
-      ->transform(CLI::CheckedTransformer(names_of<Direction>(), CLI::ignore_case));
+      ->transform(options::name_choice(names_of<Direction>()));
   app.add_option("--groups", o.groups, "Token-group counts to keep (repeatable; 0 = ungrouped)");
   app.add_option("--dtype", o.dtypes,
                  "Input dtypes (repeatable; dequantize: its output): bf16 (default), fp16, fp32")
-      ->transform(CLI::CheckedTransformer(kDTypes, CLI::ignore_case));
+      ->transform(options::name_choice(kDTypes));
   app.add_option("--shape", cli.shapes,
                  "Shapes MxK or ExMxK (repeatable): every selected case kind at each shape")
       ->check(kShapeText);
   app.add_option("--backend", o.backend, "auto (cuda if a device is present), cpu or cuda")
-      ->transform(CLI::CheckedTransformer(names_of<Backend>(), CLI::ignore_case));
+      ->transform(options::name_choice(names_of<Backend>()));
   app.add_option("--runs", o.runs, "Timed runs per case (default 50 on cuda, 5 on cpu)")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--warmup", o.warmup, "Warm-up runs per case (default 5 on cuda, 1 on cpu)")
@@ -53,7 +55,7 @@ void add_bench_options(CLI::App& app, BenchCli& cli) {
   app.add_option("--flush", o.flush,
                  "How the cache is emptied before each timed run: write (memset, default; the op also "
                  "writes back its dirty lines) or read (the op starts on clean lines)")
-      ->transform(CLI::CheckedTransformer(kFlushes, CLI::ignore_case));
+      ->transform(options::name_choice(kFlushes));
   app.add_option("--json", cli.json_path, "Also write the results as JSON to this file");
   app.add_flag("--list", cli.list, "Print the selected cases and exit");
 }

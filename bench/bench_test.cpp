@@ -8,6 +8,7 @@
 #include <set>
 #include <sstream>
 
+#include "bench_cli.hpp"
 #include "bench_core.hpp"
 #include "bench_device.hpp"
 #include "bench_plan.hpp"
@@ -120,6 +121,43 @@ TEST(BenchCases, SelectionFiltersAndReplacesShapes) {
   const auto typed = select_cases(o, Backend::cuda);
   EXPECT_EQ(typed.size(), 2 * bf16_only);
   for (const BenchCase& c : typed) EXPECT_TRUE(c.dtype == DType::fp16 || c.dtype == DType::fp32);
+}
+
+// The options take their values by name, in any case, and nothing else: not the enumerations'
+// integer values, which CLI11's own transformer would also accept.
+TEST(BenchCli, OptionsTakeNamesOnly) {
+  const auto parse = [](const std::vector<std::string>& args, BenchCli* cli) {
+    CLI::App app;
+    add_bench_options(app, *cli);
+    std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 pops from the back
+    app.parse(reversed);
+  };
+  BenchCli cli;
+  parse({"--op", "PAD", "--op", "quantize", "--format", "NvFp4", "--dir", "both", "--dtype", "fp16",
+         "--backend", "cpu", "--flush", "read"},
+        &cli);
+  EXPECT_EQ(cli.options.ops, (std::vector<Op>{Op::pad, Op::quantize}));
+  EXPECT_EQ(cli.options.formats, std::vector<Format>{Format::nvfp4});
+  EXPECT_EQ(cli.options.directions, std::vector<Direction>{Direction::both});
+  EXPECT_EQ(cli.options.dtypes, std::vector<DType>{DType::fp16});
+  EXPECT_EQ(cli.options.backend, Backend::cpu);
+  EXPECT_EQ(cli.options.flush, Flush::read);
+
+  const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
+      {{"--backend", "1"}, "--backend: 1 is not one of {auto,cpu,cuda}"},
+      {{"--format", "mxfp6"}, "--format: mxfp6 is not one of {mxfp4,mxfp8,mxfp8_e5m2,nvfp4}"},
+      {{"--op", "0"}, "--op: 0 is not one of {amax,dequantize,pad,quantize,unpad}"},
+      {{"--dtype", "u8"}, "--dtype: u8 is not one of {bf16,fp16,fp32}"},
+  };
+  for (const auto& [args, message] : bad) {
+    BenchCli rejected;
+    try {
+      parse(args, &rejected);
+      ADD_FAILURE() << args[0] << " " << args[1] << " was accepted";
+    } catch (const CLI::ValidationError& e) {
+      EXPECT_EQ(std::string(e.what()), message);
+    }
+  }
 }
 
 TEST(BenchPlan, JaggedGroupsCoverAllRows) {

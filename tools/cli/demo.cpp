@@ -165,11 +165,11 @@ void register_demo(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "demo", "Quantize a synthetic MoE layer in every format and direction (no files, no GPU)");
   cmd->add_option("--backend", opt->backend, "auto, cpu or cuda")
-      ->transform(CLI::CheckedTransformer(backend_names(), CLI::ignore_case));
+      ->transform(options::name_choice(backend_names()));
   cmd->add_option("--scale-rule", opt->rule, "E8M0 scale rule: rceil or floor")
-      ->transform(CLI::CheckedTransformer(scale_rule_names(), CLI::ignore_case));
+      ->transform(options::name_choice(scale_rule_names()));
   cmd->add_option("--scale-layout", opt->layout, "scale layout: blocked or linear")
-      ->transform(CLI::CheckedTransformer(scale_layout_names(), CLI::ignore_case));
+      ->transform(options::name_choice(scale_layout_names()));
   cmd->add_option("--seed", opt->seed, "random seed of the synthetic data");
   cmd->callback([opt] { run_demo(*opt); });
 }

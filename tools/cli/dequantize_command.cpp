@@ -117,7 +117,7 @@ void register_dequantize(CLI::App& app) {
   cmd->add_option("IN", opt->in, "quantized .safetensors file or checkpoint directory")->required();
   cmd->add_option("OUT", opt->out, "output file or directory")->required();
   cmd->add_option("--backend", opt->backend, "auto, cpu or cuda")
-      ->transform(CLI::CheckedTransformer(backend_names(), CLI::ignore_case));
+      ->transform(options::name_choice(backend_names()));
   cmd->add_flag("--quiet", opt->quiet, "no progress bar");
   cmd->callback([opt] { run_dequantize(*opt); });
 }

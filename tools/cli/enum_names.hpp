@@ -1,7 +1,9 @@
-// Name -> value maps of the library's enumerations for CLI11's CheckedTransformer (it rejects any
-// other spelling with a clear message). The spellings live in <mxq/names.hpp>.
+// Name -> value maps of the library's enumerations for the commands' options (name_choice rejects
+// any other spelling with a clear message). The spellings live in <mxq/names.hpp>.
 #pragma once
 #include <mxq/names.hpp>
+
+#include "name_choice.hpp"
 
 namespace mxq::cli {
 

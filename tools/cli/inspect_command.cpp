@@ -170,7 +170,7 @@ void register_inspect(CLI::App& app) {
   cmd->add_option("--stats", opt->reference,
                   "reference checkpoint: print the SQNR of every tensor against it");
   cmd->add_option("--backend", opt->backend, "auto, cpu or cuda (for --stats)")
-      ->transform(CLI::CheckedTransformer(backend_names(), CLI::ignore_case));
+      ->transform(options::name_choice(backend_names()));
   cmd->callback([opt] { run_inspect(*opt); });
 }
 

@@ -213,17 +213,17 @@ void register_quantize(CLI::App& app) {
       ->required();
   cmd->add_option("--format", opt->settings.format, "mxfp8, mxfp8_e5m2, mxfp4 or nvfp4")
       ->required()
-      ->transform(CLI::CheckedTransformer(format_names(), CLI::ignore_case));
+      ->transform(options::name_choice(format_names()));
   cmd->add_option("--scale-rule", opt->settings.rule, "E8M0 scale rule: rceil or floor")
-      ->transform(CLI::CheckedTransformer(scale_rule_names(), CLI::ignore_case));
+      ->transform(options::name_choice(scale_rule_names()));
   cmd->add_option("--scale-layout", opt->settings.layout,
                   "scales as stored: linear (what loaders read) or blocked (128x4 swizzle)")
-      ->transform(CLI::CheckedTransformer(scale_layout_names(), CLI::ignore_case));
+      ->transform(options::name_choice(scale_layout_names()));
   cmd->add_option("--include", opt->include, "quantize only tensors whose name matches (regex)");
   cmd->add_option("--exclude", opt->exclude, "never quantize tensors whose name matches (regex)")
       ->capture_default_str();
   cmd->add_option("--backend", opt->backend, "auto, cpu or cuda")
-      ->transform(CLI::CheckedTransformer(backend_names(), CLI::ignore_case));
+      ->transform(options::name_choice(backend_names()));
   cmd->add_flag("--quiet", opt->quiet, "no progress bar");
   cmd->callback([opt] { run_quantize(*opt); });
 }
