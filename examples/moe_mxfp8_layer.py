@@ -15,7 +15,7 @@ bf16, then torch._grouped_mm (a loop of matmuls where that op is missing or refu
 The result is checked against a bf16 reference (SQNR of y, dX, dW) and timed next to the bf16
 layer.
 
-    PYTHONPATH=python MXQ_LIBRARY=build/src/libmxq.so python3 examples/moe_mxfp8_layer.py
+    pip install --no-build-isolation ./python && python3 examples/moe_mxfp8_layer.py
 """
 import argparse
 import sys

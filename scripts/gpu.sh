@@ -68,19 +68,26 @@ if wants test; then
   step ctest_gpu ctest --test-dir "$BUILD" -L gpu --output-on-failure --timeout 600 -j "${MXQ_CTEST_JOBS:-1}"
 fi
 
-# The Python package on torch CUDA tensors (byte equality with the CPU backend, opcheck,
-# torch.compile, CUDA graphs) and the MoE layer example (exit 77: an op it needs is unsupported).
-py_env=(env PYTHONPATH=python MXQ_LIBRARY="$BUILD/src/libmxq.so" PYTHONUNBUFFERED=1)
+# The Python package as users install it (pip, libmxq inside it: the one built here, the native
+# torch operators built against this machine's torch), then every Python test against that install
+# (byte equality with the CPU backend, opcheck, torch.compile, CUDA graphs), the MoE layer example
+# (exit 77: an op it needs is unsupported) and the host-cost benchmark.
+PY_SITE="$(cd "$BUILD" && pwd)/python-site"
+install_python() {
+  rm -rf "$PY_SITE" && MXQ_LIBMXQ="$(cd "$BUILD" && pwd)/src/libmxq.so" python3 -m pip install \
+    --no-build-isolation --no-deps --no-index --target "$PY_SITE" ./python
+}
+py_env=(env PYTHONPATH="$PY_SITE" MXQ_TEST_INSTALLED=1 PYTHONUNBUFFERED=1)
 moe_example() {
   "${py_env[@]}" python3 examples/moe_mxfp8_layer.py
   local rc=$?
   [ $rc -eq 77 ] && echo "moe example: SKIPPED (an op is unsupported on cuda)" && return 0
   return $rc
 }
-if wants python; then
+if wants python && step python_install install_python; then
   step python_tests "${py_env[@]}" python3 -m pytest tests/python -q -rs -p no:cacheprovider
   step python_moe_example moe_example
-  step python_overhead "${py_env[@]}" python3 -m mxq.overhead --torch cuda
+  step python_host_cost "${py_env[@]}" python3 bench/python_host_cost.py
 fi
 
 if wants bench; then

@@ -7,7 +7,7 @@ PKGS=(
   cmake g++ ninja-build
   googletest libgtest-dev libbenchmark-dev
   libcli11-dev nlohmann-json3-dev
-  python3-numpy python3-pytest
+  python3-numpy python3-pytest python3-pip python3-setuptools python3-wheel
   clang libclang-rt-14-dev
 )
 

@@ -19,6 +19,11 @@
 extern "C" {
 #endif
 
+/* The version of this C ABI (the structs and functions below). Raised whenever a struct, a field or
+ * a function changes; a caller built for another version must not use the library
+ * (mxq_abi_version() says which one it is). */
+#define MXQ_ABI_VERSION 2
+
 /* Status codes (mxq::Code). */
 #define MXQ_OK 0
 #define MXQ_ERR_INVALID_ARGUMENT 1
@@ -50,6 +55,7 @@ extern "C" {
 #define MXQ_BACKEND_AUTO 0
 #define MXQ_BACKEND_CPU 1
 #define MXQ_BACKEND_CUDA 2
+#define MXQ_BACKEND_CUDA_UNCHECKED 3 /* cuda without the per-pointer memory-kind queries */
 /* mxq::ScaleGroups */
 #define MXQ_SCALE_GROUPS_NONE 0
 #define MXQ_SCALE_GROUPS_ALONG_M 1
@@ -189,6 +195,8 @@ int32_t mxq_validate_group_ends(const struct mxq_token_groups* groups, int64_t M
                                 void* stream);
 
 const char* mxq_version_string(void);
+/* MXQ_ABI_VERSION of the library's build. */
+int32_t mxq_abi_version(void);
 /* 1 when built with CUDA and a device is present, else 0. */
 int32_t mxq_cuda_available(void);
 /* Message of the last failed call on this thread ("" if none). Valid until the next failing call

@@ -24,7 +24,8 @@ bool parse(std::string_view s, ScaleLayout* out);
 bool parse(std::string_view s, Direction* out);
 bool parse(std::string_view s, Backend* out);
 
-// Every value of an enumeration, in declaration order (for option lists and sweeps).
+// Every value of an enumeration, in declaration order (for option lists and sweeps). Backend leaves
+// out cuda_unchecked: it is a promise about pointers that only a program can make.
 template <class E> struct AllValues;
 template <> struct AllValues<DType> { static constexpr DType v[] = {DType::bf16, DType::fp16, DType::fp32, DType::u8}; };
 template <> struct AllValues<Format> { static constexpr Format v[] = {Format::mxfp8, Format::mxfp8_e5m2, Format::mxfp4, Format::nvfp4}; };

@@ -21,8 +21,11 @@ enum class ScaleLayout : int32_t { linear = 0, blocked = 1 };
 // Quantization direction (SPEC.md section 4). Bit flags: both = rowwise | colwise.
 enum class Direction : int32_t { rowwise = 1, colwise = 2, both = 3 };
 
-// Who runs an op. auto_ picks cuda when the input pointer is device memory, cpu otherwise.
-enum class Backend : int32_t { auto_ = 0, cpu = 1, cuda = 2 };
+// Who runs an op. auto_ picks cuda when the input pointer is device memory, cpu otherwise; cpu and
+// cuda check that every pointer is memory of that kind (a driver query per pointer).
+// cuda_unchecked runs on the cuda backend without those queries, for callers that already know
+// every pointer is device memory of the current device (a framework passing its own tensors).
+enum class Backend : int32_t { auto_ = 0, cpu = 1, cuda = 2, cuda_unchecked = 3 };
 
 constexpr bool has_rowwise(Direction d) { return (static_cast<int32_t>(d) & 1) != 0; }
 constexpr bool has_colwise(Direction d) { return (static_cast<int32_t>(d) & 2) != 0; }

@@ -1,21 +1,23 @@
 """mxq: microscaling (MXFP8 / MXFP4 / NVFP4) quantization for numpy arrays and torch tensors.
 
-A pure-Python package over libmxq's C ABI (include/mxq/mxq.h), loaded with ctypes. numpy arrays run
-on the CPU reference backend; torch CPU tensors on the CPU backend, CUDA tensors on the cuda
-backend on the current stream (no host synchronisation). With torch, every op is also the custom
-op torch.ops.mxq.<name> (torch.compile and CUDA graph friendly). See python/README.md for the
-dtypes and shapes, docs/layouts.md for the byte layouts.
+numpy arrays run on libmxq's CPU reference backend through its C ABI (include/mxq/mxq.h), loaded
+with ctypes. torch tensors run through mxq's native torch operators torch.ops.mxq.<name>, built
+against the local torch when the package is installed: CPU tensors on the CPU backend, CUDA
+tensors on the cuda backend on the current stream (no host synchronisation), torch.compile and
+CUDA graph friendly. See python/README.md for the dtypes and shapes, docs/layouts.md for the byte
+layouts.
 """
 from collections import namedtuple
 
 from . import _core
+from ._library import VERSION as __version__
 from ._library import library, library_candidates
 from .errors import CudaError, Error, InvalidArgument, InvalidOffsets, Unsupported
 
 __all__ = [
     "quantize", "dequantize", "tensor_amax", "pad", "unpad", "swizzle", "unswizzle",
     "validate_group_ends", "QuantizeResult", "version", "cuda_available", "register_torch_ops",
-    "library", "library_candidates",
+    "library", "library_candidates", "__version__",
     "Error", "InvalidArgument", "Unsupported", "CudaError", "InvalidOffsets",
 ]
 
@@ -60,8 +62,8 @@ def _is_numpy(x):
 
 
 def register_torch_ops():
-    """Registers torch.ops.mxq.* (done on first use with a torch tensor; call it to get the ops
-    before that, e.g. for torch.library.opcheck)."""
+    """Loads torch.ops.mxq.* and their fake functions (done on first use with a torch tensor; call
+    it to get the ops before that, e.g. for torch.library.opcheck)."""
     _torch_mod()
 
 
@@ -156,9 +158,9 @@ def unswizzle(blocked, shape, group_ends=None, group_axis="none"):
 def validate_group_ends(group_ends, rows):
     """Raises InvalidOffsets (naming the first bad index) unless the ends are monotone and within
     [0, rows]. The only op that synchronises (it reads device offsets on the host)."""
-    if _is_numpy(group_ends) or isinstance(group_ends, (list, tuple)):
-        return _core.validate_group_ends(_np_mod().ADAPTER, group_ends, rows)
-    return _torch_mod().validate_group_ends(group_ends, rows)
+    if not (_is_numpy(group_ends) or isinstance(group_ends, (list, tuple))):
+        group_ends = group_ends.detach().cpu().numpy()  # a torch tensor: read on the host
+    return _core.validate_group_ends(_np_mod().ADAPTER, group_ends, rows)
 
 
 def version():

@@ -12,6 +12,9 @@ c_int64 = ctypes.c_int64
 # c_void_p field takes a plain integer address without a ctypes.cast on each call.
 c_void_p = ctypes.c_void_p
 
+# The C ABI these structs mirror (MXQ_ABI_VERSION); the library must report the same.
+ABI_VERSION = 2
+
 # Status codes (mxq::Code).
 OK = 0
 ERR_INVALID_ARGUMENT = 1

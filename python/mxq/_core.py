@@ -1,5 +1,5 @@
-"""The ops, written once over an array adapter (numpy arrays or torch tensors, see _numpy.py and
-_torch.py).
+"""The ops over libmxq's C ABI for arrays of an adapter (numpy arrays, see _numpy.py; torch
+tensors take the native operators of _torch.py instead).
 
 Each op: turns its arrays into the C structs of mxq.h (one Packer.fill per struct), asks the
 library for the output sizes, allocates the outputs with the shapes of _shapes.py after checking
@@ -70,6 +70,7 @@ def quantize(A, x, format, direction, scale_rule, scale_layout, group_ends, pad_
     ends, G = _groups(A, group_ends, x)
     amax = A.float32_vector(tensor_amax, x) if tensor_amax is not None else None
     B, M, K = view[1], view[2], view[3]
+    _check_batch_floats("tensor_amax", amax, B)
     shapes = _shapes.quantize_shapes(format, direction, scale_layout, batched, B, M, K, G,
                                      pad_rowwise, pad_colwise)
     keys = (DATA_KEY[format], SCALE_KEY[format], DATA_KEY[format], SCALE_KEY[format],
@@ -125,6 +126,7 @@ def dequantize(A, data, scales, shape, format, direction, scale_rule, scale_layo
     data, scales = A.contiguous(data), A.contiguous(scales)
     ends, G = _groups(A, group_ends, data)
     sdec = A.float32_vector(s_dec, data) if s_dec is not None else None
+    _check_batch_floats("s_dec", sdec, B)
     backend, stream = A.exec_args(data)
     qshapes = _shapes.quantize_shapes(format, direction, scale_layout, batched, B, M, K, G,
                                       pad_rowwise, pad_colwise)
@@ -142,6 +144,13 @@ def dequantize(A, data, scales, shape, format, direction, scale_rule, scale_layo
     fields[14] = A.ptr(out)
     lib.check(lib.dequantize(_dequantize_args.fill(*fields)))
     return out
+
+
+def _check_batch_floats(what, a, batch):
+    """nvfp4's per-batch vectors: the library reads exactly one float per batch from them."""
+    if a is not None and _len(a) != batch:
+        raise _invalid(f"{what} has {_len(a)} elements but the input has {batch} batches (one "
+                       f"float per batch)")
 
 
 def _logical_shape(shape):

@@ -24,21 +24,33 @@ _PROTOTYPES = {
     "mxq_unswizzle": (_i32, [_P(_abi.SwizzleArgs), _vp]),
     "mxq_validate_group_ends": (_i32, [_P(_abi.TokenGroups), _i64, _i32, _vp]),
     "mxq_version_string": (ctypes.c_char_p, []),
+    "mxq_abi_version": (_i32, []),
     "mxq_cuda_available": (_i32, []),
     "mxq_last_error": (ctypes.c_char_p, []),
 }
 
-_REPO_LIBRARY = os.path.join(os.path.dirname(__file__), "..", "..", "build", "src", "libmxq.so")
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+with open(os.path.join(_PACKAGE_DIR, "VERSION"), encoding="utf-8") as _f:
+    VERSION = _f.read().strip()
+# The name the library is installed and linked under (CMake's SOVERSION: major.minor).
+SONAME = "libmxq.so." + ".".join(VERSION.split(".")[:2])
+_REPO_LIBRARY = os.path.join(_PACKAGE_DIR, "..", "..", "build", "src", "libmxq.so")
 
 
 def library_candidates():
-    """Where the library is looked for, in order: $MXQ_LIBRARY, the repo's CMake build
-    (build/src/libmxq.so), then the system loader (libmxq.so on LD_LIBRARY_PATH / ldconfig)."""
+    """Where the library is looked for, in order: $MXQ_LIBRARY (when set, only there), the copy
+    installed beside the package (libmxq.so.MAJOR.MINOR, the one the native torch operators link),
+    this repository's CMake build (build/src/libmxq.so), then the system loader (by SONAME)."""
     env = os.environ.get("MXQ_LIBRARY")
     if env:
         return [env]  # an explicit choice: do not fall back silently to another build
-    repo = os.path.normpath(_REPO_LIBRARY)
-    return ([repo] if os.path.exists(repo) else []) + ["libmxq.so"]
+    found = [p for p in (os.path.join(_PACKAGE_DIR, SONAME), os.path.normpath(_REPO_LIBRARY))
+             if os.path.exists(p)]
+    return found + [SONAME]
+
+
+class AbiMismatch(OSError):
+    """A libmxq was found but speaks another C ABI than this package: refused, never skipped."""
 
 
 class Library:
@@ -47,6 +59,13 @@ class Library:
     def __init__(self, path):
         self.path = path
         self.cdll = ctypes.CDLL(path)
+        abi = getattr(self.cdll, "mxq_abi_version", None)
+        found = abi() if abi is not None else "1 or older (no mxq_abi_version)"
+        if found != _abi.ABI_VERSION:
+            raise AbiMismatch(f"{path} has C ABI version {found} but this mxq package {VERSION} needs "
+                          f"version {_abi.ABI_VERSION}: install the package and library together "
+                          f"(pip install --no-build-isolation ./python) or point MXQ_LIBRARY at a "
+                          f"libmxq of the same version")
         for name, (restype, argtypes) in _PROTOTYPES.items():
             fn = getattr(self.cdll, name)
             fn.restype, fn.argtypes = restype, argtypes
@@ -73,9 +92,12 @@ def library():
                     try:
                         _library = Library(path)
                         break
+                    except AbiMismatch:
+                        raise
                     except OSError as e:
                         errors.append(f"{path}: {e}")
                 else:
-                    raise OSError("mxq: cannot load libmxq.so (set MXQ_LIBRARY or build with CMake "
-                                  "into build/): " + "; ".join(errors))
+                    raise OSError("mxq: cannot load libmxq (install the package with pip install "
+                                  "--no-build-isolation ./python, or build with CMake into build/, "
+                                  "or set MXQ_LIBRARY): " + "; ".join(errors))
     return _library

@@ -1,12 +1,14 @@
-"""torch support: the torch adapter of _core.py and the torch.library custom ops `mxq::*`.
+"""torch support: mxq's native torch operators torch.ops.mxq.* (python/csrc/torch_ops.cpp, built
+against the local torch when the package is installed) and their fake functions for torch.compile.
 
-Imported only when a torch tensor is first seen (or by mxq.register_torch_ops()), so that the numpy
-path never needs torch. Every op is a custom op with a fake (meta) implementation giving exact
-output shapes, dtypes and strides (contiguous), so that it traces under torch.compile(fullgraph=
-True), passes torch.library.opcheck and can be captured in a CUDA graph: CUDA tensors run on the
-cuda backend on torch.cuda.current_stream(), with no host synchronisation and no allocation outside
-torch's caching allocator. Ops return fresh tensors, never write into arguments (torch 2.11 cannot
-compile ops that write into float8 out-arguments).
+Imported on the first call with a torch tensor (or by mxq.register_torch_ops()), so that the numpy
+path never needs torch. Each op runs in C++ from torch's dispatcher to the kernel launch: CUDA
+tensors on the cuda backend on the tensor's device and torch's current stream, with no host
+synchronisation and outputs from torch's caching allocator; CPU tensors on the CPU backend. The
+fake functions below give exact output shapes, dtypes and (contiguous) strides from _shapes.py, on
+symbolic sizes too, so that the ops trace under torch.compile(fullgraph=True, dynamic=True), pass
+torch.library.opcheck and can be captured in CUDA graphs. Ops return fresh tensors and never write
+into their arguments.
 
 dtypes: fp8 data torch.float8_e4m3fn (mxfp8) / torch.float8_e5m2 (mxfp8_e5m2); fp4 data (mxfp4,
 nvfp4) torch.uint8, two codes per byte, element 2i in the low nibble; MX scales
@@ -14,165 +16,65 @@ torch.float8_e8m0fnu; nvfp4 block scales torch.float8_e4m3fn; s_enc, s_dec float
 padded_starts/ends int32. Outputs a call does not produce are empty (0,) tensors in the op and
 None in mxq.quantize's result.
 """
-import contextlib
-from typing import List, Optional, Tuple
-
 import torch
 
-from . import _abi
-from . import _core
 from . import _shapes
-from .errors import InvalidArgument
+from .errors import CudaError, InvalidArgument, Unsupported
+
+INSTALL_COMMAND = "pip install --no-build-isolation ./python"
+
+try:
+    from . import _torch_ops  # noqa: F401  (registers torch.ops.mxq.*)
+except ImportError as e:
+    raise ImportError(
+        f"mxq: the native torch operators (mxq._torch_ops) are not built for this torch "
+        f"{torch.__version__}: install the package on this machine, with torch installed, from the "
+        f"mxq repository root: {INSTALL_COMMAND}  (cause: {e})") from e
 
 Tensor = torch.Tensor
+_ops = torch.ops.mxq
+_quantize = _ops.quantize.default
+_dequantize = _ops.dequantize.default
+_tensor_amax = _ops.tensor_amax.default
+_pad = _ops.pad.default
+_unpad = _ops.unpad.default
+_swizzle = _ops.swizzle.default
+_unswizzle = _ops.unswizzle.default
 
-_INPUT_DTYPES = {
-    torch.bfloat16: _abi.DTYPE["bf16"],
-    torch.float16: _abi.DTYPE["fp16"],
-    torch.float32: _abi.DTYPE["fp32"],
-    # One-byte payloads (pad / unpad of quantized data).
-    torch.uint8: _abi.DTYPE["u8"],
-    torch.int8: _abi.DTYPE["u8"],
-    torch.float8_e4m3fn: _abi.DTYPE["u8"],
-    torch.float8_e5m2: _abi.DTYPE["u8"],
-    torch.float8_e8m0fnu: _abi.DTYPE["u8"],
-}
-_EMPTY_DTYPES = {
-    "u8": torch.uint8, "i32": torch.int32, "f32": torch.float32, "fp32": torch.float32,
-    "fp16": torch.float16, "bf16": torch.bfloat16, "fp8_e4m3": torch.float8_e4m3fn,
-    "fp8_e5m2": torch.float8_e5m2, "e8m0": torch.float8_e8m0fnu,
-}
-OUT_DTYPES = {torch.float32: "fp32", torch.float16: "fp16", torch.bfloat16: "bf16"}
+_DATA_DTYPES = {"mxfp8": torch.float8_e4m3fn, "mxfp8_e5m2": torch.float8_e5m2,
+                "mxfp4": torch.uint8, "nvfp4": torch.uint8}
+_SCALE_DTYPES = {"mxfp8": torch.float8_e8m0fnu, "mxfp8_e5m2": torch.float8_e8m0fnu,
+                 "mxfp4": torch.float8_e8m0fnu, "nvfp4": torch.float8_e4m3fn}
 
 
-def _strides_ok(x):
-    """Innermost stride 1, row/batch strides that do not overlap (else the op copies)."""
-    st, rows, cols = x.stride(), x.shape[-2], x.shape[-1]
-    if cols > 1 and st[-1] != 1:
-        return False
-    if rows > 1 and st[-2] < cols:
-        return False
-    if x.dim() == 3 and x.shape[0] > 1:
-        extent = (rows - 1) * st[-2] + cols if rows else 0
-        if st[0] < extent:
-            return False
-    return True
+def _mxq_error(e):
+    """The operators raise ValueError / NotImplementedError / RuntimeError with the library's
+    message; the package raises its own classes, which derive from those."""
+    if isinstance(e, ValueError):
+        return InvalidArgument(str(e))
+    if isinstance(e, NotImplementedError):
+        return Unsupported(str(e))
+    return CudaError(str(e))
 
 
-class TorchAdapter:
-    def input_view(self, x):
-        if x.dim() not in (2, 3):
-            raise InvalidArgument(f"expected a 2-D (M, K) or 3-D (B, M, K) tensor (got shape "
-                                  f"{tuple(x.shape)})")
-        code = _INPUT_DTYPES.get(x.dtype)
-        if code is None:
-            raise InvalidArgument(f"unsupported tensor dtype {x.dtype} (bfloat16, float16, "
-                                  f"float32, or a one-byte dtype for pad/unpad)")
-        if not _strides_ok(x):
-            x = x.contiguous()
-        st = x.stride()
-        rows, cols = x.shape[-2], x.shape[-1]
-        batch = x.shape[0] if x.dim() == 3 else 1
-        row_stride = st[-2] if rows > 1 else 0
-        batch_stride = st[0] if x.dim() == 3 and batch > 1 else 0
-        return x, (x.data_ptr(), batch, rows, cols, row_stride, batch_stride, code), x.dim() == 3
-
-    @staticmethod
-    def ptr(t):
-        return 0 if t is None else t.data_ptr()
-
-    @staticmethod
-    def nbytes(t):
-        return t.numel() * t.element_size()
-
-    @staticmethod
-    def shape(t):
-        return tuple(t.shape)
-
-    @staticmethod
-    def contiguous(t):
-        return t.contiguous()
-
-    @staticmethod
-    def _vector(t, dtype, like, what):
-        if not isinstance(t, Tensor):
-            raise InvalidArgument(f"{what} must be a tensor")
-        if t.device != like.device:
-            raise InvalidArgument(f"{what} is on {t.device} but the input is on {like.device}")
-        if t.dim() != 1:
-            raise InvalidArgument(f"{what} must be 1-D (got shape {tuple(t.shape)})")
-        return t.to(dtype).contiguous()
-
-    def int32_vector(self, t, like):
-        return self._vector(t, torch.int32, like, "group_ends")
-
-    def float32_vector(self, t, like):
-        return self._vector(t, torch.float32, like, "tensor scale vector")
-
-    @staticmethod
-    def empty(shape, key, like):
-        dtype = like.dtype if key == "same" else _EMPTY_DTYPES[key]
-        return torch.empty(shape, dtype=dtype, device=like.device)
-
-    @staticmethod
-    def exec_args(like):
-        if like.is_cuda:
-            return _abi.BACKEND_CUDA, _raw_stream(like.get_device())
-        return _abi.BACKEND_CPU, 0
+# RuntimeError subclasses (out of memory, say) are torch's, not the library's: they pass unchanged.
+_OP_ERRORS = (ValueError, NotImplementedError)
 
 
-# The current stream's handle: torch's raw-stream query (what torch.compile's generated code
-# uses) costs 0.3 µs per call against 3-4 µs for torch.cuda.current_stream(device).cuda_stream
-# (the H100 machine's host).
-_raw_stream_query = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+def _raise(e):
+    if isinstance(e, _OP_ERRORS) or type(e) is RuntimeError:
+        raise _mxq_error(e) from None
+    raise e
 
 
-def _raw_stream(index):
-    if _raw_stream_query is not None:
-        return _raw_stream_query(index)
-    return torch.cuda.current_stream(index).cuda_stream
-
-
-ADAPTER = TorchAdapter()
-
-
-def _device_of(t):
-    """Makes t's CUDA device current for the call (the cuda backend launches on the current
-    device); a no-op on the common path where it already is."""
-    if t.is_cuda and t.device.index != torch.cuda.current_device():
-        return torch.cuda.device(t.device)
-    return contextlib.nullcontext()
-
-
-def _present(format, direction, pad_rowwise, pad_colwise):
-    """Which of quantize's 8 outputs a call produces."""
-    row = direction in ("rowwise", "both")
-    col = direction in ("colwise", "both")
-    nv = format == "nvfp4"
-    pads = bool(pad_rowwise or pad_colwise)
-    return (row, row, col, col, nv, nv, pads, pads)
-
+# ---- fake (meta) functions: shapes only, symbolic sizes included --------------------------------
 
 def _quantize_dtypes(format):
-    d, s = _EMPTY_DTYPES[_core.DATA_KEY[format]], _EMPTY_DTYPES[_core.SCALE_KEY[format]]
+    d, s = _DATA_DTYPES[format], _SCALE_DTYPES[format]
     return (d, s, d, s, torch.float32, torch.float32, torch.int32, torch.int32, torch.float32)
 
 
-# ---- custom ops -------------------------------------------------------------------------------
-
-@torch.library.custom_op("mxq::quantize", mutates_args=())
-def _quantize(x: Tensor, format: str, direction: str, scale_rule: str, scale_layout: str,
-              group_ends: Optional[Tensor], pad_rowwise: int, pad_colwise: int,
-              tensor_amax: Optional[Tensor], with_amax: bool = False
-              ) -> Tuple[Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor]:
-    with _device_of(x):
-        outs = _core.quantize(ADAPTER, x, format, direction, scale_rule, scale_layout, group_ends,
-                              pad_rowwise, pad_colwise, tensor_amax, with_amax)
-    return tuple(o if o is not None else torch.empty(0, dtype=dt, device=x.device)
-                 for o, dt in zip(outs, _quantize_dtypes(format)))
-
-
-@_quantize.register_fake
+@torch.library.register_fake("mxq::quantize")
 def _(x, format, direction, scale_rule, scale_layout, group_ends, pad_rowwise, pad_colwise,
       tensor_amax, with_amax=False):
     batched = x.dim() == 3
@@ -185,18 +87,7 @@ def _(x, format, direction, scale_rule, scale_layout, group_ends, pad_rowwise, p
                  for s, dt in zip(shapes, _quantize_dtypes(format)))
 
 
-@torch.library.custom_op("mxq::dequantize", mutates_args=())
-def _dequantize(data: Tensor, scales: Tensor, s_dec: Optional[Tensor], shape: List[int],
-                format: str, direction: str, scale_rule: str, scale_layout: str,
-                group_ends: Optional[Tensor], pad_rowwise: int, pad_colwise: int,
-                out_dtype: torch.dtype) -> Tensor:
-    with _device_of(data):
-        return _core.dequantize(ADAPTER, data, scales, shape, format, direction, scale_rule,
-                                scale_layout, group_ends, pad_rowwise, pad_colwise, s_dec,
-                                out_key(out_dtype))
-
-
-@_dequantize.register_fake
+@torch.library.register_fake("mxq::dequantize")
 def _(data, scales, s_dec, shape, format, direction, scale_rule, scale_layout, group_ends,
       pad_rowwise, pad_colwise, out_dtype):
     batched = len(shape) == 3
@@ -207,25 +98,12 @@ def _(data, scales, s_dec, shape, format, direction, scale_rule, scale_layout, g
     return data.new_empty(out, dtype=out_dtype)
 
 
-@torch.library.custom_op("mxq::tensor_amax", mutates_args=())
-def _tensor_amax(x: Tensor) -> Tensor:
-    with _device_of(x):
-        return _core.tensor_amax(ADAPTER, x)
-
-
-@_tensor_amax.register_fake
+@torch.library.register_fake("mxq::tensor_amax")
 def _(x):
     return x.new_empty((x.shape[0] if x.dim() == 3 else 1,), dtype=torch.float32)
 
 
-@torch.library.custom_op("mxq::pad", mutates_args=())
-def _pad(x: Tensor, group_ends: Tensor, alignment: int,
-         with_amax: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
-    with _device_of(x):
-        return _core.pad(ADAPTER, x, group_ends, alignment, with_amax)
-
-
-@_pad.register_fake
+@torch.library.register_fake("mxq::pad")
 def _(x, group_ends, alignment, with_amax):
     G = group_ends.shape[0]
     rows = _shapes.padded_rows(x.shape[0], G, alignment)
@@ -234,26 +112,13 @@ def _(x, group_ends, alignment, with_amax):
             x.new_empty((1 if with_amax else 0,), dtype=torch.float32))
 
 
-@torch.library.custom_op("mxq::unpad", mutates_args=())
-def _unpad(x: Tensor, group_ends: Tensor, alignment: int, rows: int,
-           with_amax: bool) -> Tuple[Tensor, Tensor]:
-    with _device_of(x):
-        return _core.unpad(ADAPTER, x, group_ends, alignment, rows, with_amax)
-
-
-@_unpad.register_fake
+@torch.library.register_fake("mxq::unpad")
 def _(x, group_ends, alignment, rows, with_amax):
     return (x.new_empty((rows, x.shape[1])),
             x.new_empty((1 if with_amax else 0,), dtype=torch.float32))
 
 
-@torch.library.custom_op("mxq::swizzle", mutates_args=())
-def _swizzle(scales: Tensor, group_ends: Optional[Tensor], group_axis: str) -> Tensor:
-    with _device_of(scales):
-        return _core.swizzle(ADAPTER, scales, group_ends, group_axis)
-
-
-@_swizzle.register_fake
+@torch.library.register_fake("mxq::swizzle")
 def _(scales, group_ends, group_axis):
     batched = scales.dim() == 3
     B = scales.shape[0] if batched else 1
@@ -262,42 +127,20 @@ def _(scales, group_ends, group_axis):
                                                   group_axis, G))
 
 
-@torch.library.custom_op("mxq::unswizzle", mutates_args=())
-def _unswizzle(blocked: Tensor, shape: List[int], group_ends: Optional[Tensor],
-               group_axis: str) -> Tensor:
-    with _device_of(blocked):
-        return _core.unswizzle(ADAPTER, blocked, shape, group_ends, group_axis)
-
-
-@_unswizzle.register_fake
+@torch.library.register_fake("mxq::unswizzle")
 def _(blocked, shape, group_ends, group_axis):
     return blocked.new_empty(tuple(shape))
 
 
-# ---- the package's torch entry points (called by mxq.quantize & co. for torch tensors) ----------
-#
-# Eager calls on plain tensors run the op's implementation directly: through the custom op (its
-# dispatch, autograd wrapper and output aliasing checks) a quantize call took 69-120 µs on the
-# host against 27-63 µs directly in the same process (H100 machine, torch 2.11, mxq.overhead),
-# more than the rowwise kernel at 16384 x 2048 (41 µs): the host would set the pace of an eager
-# MoE step. Anything torch must see (torch.compile tracing, fake, functional or other subclass
-# tensors, an active dispatch mode) goes through torch.ops.mxq.*; the bytes written are the same.
+# ---- the package's torch entry points (mxq.quantize & co. for torch tensors) --------------------
 
-_PLAIN_TENSORS = (Tensor, torch.nn.Parameter)
-_dispatch_modes = getattr(torch._C, "_len_torch_dispatch_stack", None)
-
-
-def _direct(t):
-    return (not torch.compiler.is_compiling() and type(t) in _PLAIN_TENSORS
-            and (_dispatch_modes is None or _dispatch_modes() == 0))
-
-
-def out_key(out_dtype):
-    try:
-        return OUT_DTYPES[out_dtype]
-    except KeyError:
-        raise InvalidArgument(f"out_dtype must be torch.float32, torch.float16 or torch.bfloat16 "
-                              f"(got {out_dtype!r})") from None
+def _present(format, direction, pad_rowwise, pad_colwise, with_amax):
+    """Which of quantize's 9 outputs a call produces."""
+    row = direction in ("rowwise", "both")
+    col = direction in ("colwise", "both")
+    nv = format == "nvfp4"
+    pads = bool(pad_rowwise or pad_colwise)
+    return (row, row, col, col, nv, nv, pads, pads, with_amax)
 
 
 def as_group_ends(group_ends, like):
@@ -309,69 +152,56 @@ def as_group_ends(group_ends, like):
 
 def quantize(x, format, direction, scale_rule, scale_layout, group_ends, pad_rowwise, pad_colwise,
              tensor_amax, with_amax=False):
-    ends = as_group_ends(group_ends, x)
-    if _direct(x):
-        with _device_of(x):
-            return _core.quantize(ADAPTER, x, format, direction, scale_rule, scale_layout, ends,
-                                  pad_rowwise, pad_colwise, tensor_amax, with_amax)
-    outs = torch.ops.mxq.quantize(x, format, direction, scale_rule, scale_layout, ends,
-                                  pad_rowwise, pad_colwise, tensor_amax, with_amax)
-    present = _present(format, direction, pad_rowwise, pad_colwise) + (with_amax,)
+    try:
+        outs = _quantize(x, format, direction, scale_rule, scale_layout,
+                         as_group_ends(group_ends, x), pad_rowwise, pad_colwise, tensor_amax,
+                         with_amax)
+    except (ValueError, NotImplementedError, RuntimeError) as e:
+        _raise(e)
+    present = _present(format, direction, pad_rowwise, pad_colwise, with_amax)
     return tuple(o if p else None for o, p in zip(outs, present))
 
 
 def dequantize(data, scales, shape, format, direction, scale_rule, scale_layout, group_ends,
                pad_rowwise, pad_colwise, s_dec, out_dtype):
-    ends = as_group_ends(group_ends, data)
-    if _direct(data):
-        with _device_of(data):
-            return _core.dequantize(ADAPTER, data, scales, shape, format, direction, scale_rule,
-                                    scale_layout, ends, pad_rowwise, pad_colwise, s_dec,
-                                    out_key(out_dtype))
-    return torch.ops.mxq.dequantize(data, scales, s_dec, list(shape), format, direction,
-                                    scale_rule, scale_layout, ends, pad_rowwise, pad_colwise,
-                                    out_dtype)
+    try:
+        return _dequantize(data, scales, s_dec, list(shape), format, direction, scale_rule,
+                           scale_layout, as_group_ends(group_ends, data), pad_rowwise,
+                           pad_colwise, out_dtype)
+    except (ValueError, NotImplementedError, RuntimeError) as e:
+        _raise(e)
 
 
 def tensor_amax(x):
-    if _direct(x):
-        with _device_of(x):
-            return _core.tensor_amax(ADAPTER, x)
-    return torch.ops.mxq.tensor_amax(x)
+    try:
+        return _tensor_amax(x)
+    except (ValueError, NotImplementedError, RuntimeError) as e:
+        _raise(e)
 
 
 def pad(x, group_ends, alignment, with_amax):
-    ends = as_group_ends(group_ends, x)
-    if _direct(x):
-        with _device_of(x):
-            return _core.pad(ADAPTER, x, ends, alignment, with_amax)
-    return torch.ops.mxq.pad(x, ends, alignment, with_amax)
+    try:
+        return _pad(x, as_group_ends(group_ends, x), alignment, with_amax)
+    except (ValueError, NotImplementedError, RuntimeError) as e:
+        _raise(e)
 
 
 def unpad(x, group_ends, alignment, rows, with_amax):
-    ends = as_group_ends(group_ends, x)
-    if _direct(x):
-        with _device_of(x):
-            return _core.unpad(ADAPTER, x, ends, alignment, rows, with_amax)
-    return torch.ops.mxq.unpad(x, ends, alignment, rows, with_amax)
+    try:
+        return _unpad(x, as_group_ends(group_ends, x), alignment, rows, with_amax)
+    except (ValueError, NotImplementedError, RuntimeError) as e:
+        _raise(e)
 
 
 def swizzle(scales, group_ends, group_axis):
-    ends = as_group_ends(group_ends, scales)
-    if _direct(scales):
-        with _device_of(scales):
-            return _core.swizzle(ADAPTER, scales, ends, group_axis)
-    return torch.ops.mxq.swizzle(scales, ends, group_axis)
+    try:
+        return _swizzle(scales, as_group_ends(group_ends, scales), group_axis)
+    except (ValueError, NotImplementedError, RuntimeError) as e:
+        _raise(e)
 
 
 def unswizzle(blocked, shape, group_ends, group_axis):
-    ends = as_group_ends(group_ends, blocked)
-    if _direct(blocked):
-        with _device_of(blocked):
-            return _core.unswizzle(ADAPTER, blocked, shape, ends, group_axis)
-    return torch.ops.mxq.unswizzle(blocked, list(shape), ends, group_axis)
-
-
-def validate_group_ends(group_ends, rows):
-    with _device_of(group_ends):
-        _core.validate_group_ends(ADAPTER, group_ends, rows)
+    try:
+        return _unswizzle(blocked, list(shape), as_group_ends(group_ends, blocked), group_axis)
+    except (ValueError, NotImplementedError, RuntimeError) as e:
+        _raise(e)

@@ -206,6 +206,8 @@ int32_t mxq_validate_group_ends(const mxq_token_groups* groups, int64_t M, int32
 
 const char* mxq_version_string(void) { return version(); }
 
+int32_t mxq_abi_version(void) { return MXQ_ABI_VERSION; }
+
 int32_t mxq_cuda_available(void) { return cuda_available() ? 1 : 0; }
 
 const char* mxq_last_error(void) { return last_error.c_str(); }

@@ -35,7 +35,7 @@ Status check_params(const char* op, const char* arg, const QuantizeParams& p) {
 
 Status check_backend(const char* op, Backend b) {
   const int32_t v = static_cast<int32_t>(b);
-  MXQ_REQUIRE(in_range(v, 0, 2), "backend (", v, ") is not a backend (auto=0, cpu=1, cuda=2)");
+  MXQ_REQUIRE(in_range(v, 0, 3), "backend (", v, ") is not a backend (auto=0, cpu=1, cuda=2, cuda_unchecked=3)");
   return {};
 }
 
@@ -111,6 +111,12 @@ Status resolve_backend(const char* op, Backend requested, std::initializer_list<
                        Backend* resolved) {
   MXQ_TRY(check_backend(op, requested));
 #ifdef MXQ_WITH_CUDA
+  if (requested == Backend::cuda_unchecked) {
+    if (!cuda::device_present())
+      return fail(Code::unsupported, op, "backend cuda_unchecked requested but no CUDA device is present");
+    *resolved = Backend::cuda;
+    return {};
+  }
   // One query per pointer, shared by the choice and the checks (each is a driver call of
   // 0.16-0.23 µs on the H100 machine's host; with auto the pointers were queried twice).
   constexpr size_t kMaxPointers = 16;
@@ -139,8 +145,8 @@ Status resolve_backend(const char* op, Backend requested, std::initializer_list<
   *resolved = b;
 #else
   (void)ptrs;
-  if (requested == Backend::cuda)
-    return fail(Code::unsupported, op, "backend cuda requested but this build has no CUDA");
+  if (requested == Backend::cuda || requested == Backend::cuda_unchecked)
+    return fail(Code::unsupported, op, "backend ", to_string(requested), " requested but this build has no CUDA");
   *resolved = Backend::cpu;
 #endif
   return {};

@@ -17,7 +17,8 @@ constexpr Named<ScaleRule> kRules[] = {{ScaleRule::rceil, "rceil"}, {ScaleRule::
 constexpr Named<ScaleLayout> kLayouts[] = {{ScaleLayout::linear, "linear"}, {ScaleLayout::blocked, "blocked"}};
 constexpr Named<Direction> kDirections[] = {{Direction::rowwise, "rowwise"}, {Direction::colwise, "colwise"},
                                             {Direction::both, "both"}};
-constexpr Named<Backend> kBackends[] = {{Backend::auto_, "auto"}, {Backend::cpu, "cpu"}, {Backend::cuda, "cuda"}};
+constexpr Named<Backend> kBackends[] = {{Backend::auto_, "auto"}, {Backend::cpu, "cpu"}, {Backend::cuda, "cuda"},
+                                       {Backend::cuda_unchecked, "cuda_unchecked"}};
 
 template <class E, size_t N>
 const char* name_in(const Named<E> (&table)[N], E v) {

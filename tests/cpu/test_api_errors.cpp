@@ -135,7 +135,7 @@ std::vector<Row> rows() {
       {"q layout 2", [](Call& c) { c.q.params.layout = ScaleLayout(2); return quantize(c.q); }, bad, "params.layout (2) is not a scale layout"},
       {"q direction 0", [](Call& c) { c.q.params.direction = Direction(0); return quantize(c.q); }, bad, "params.direction (0) is not a direction"},
       {"q direction 4", [](Call& c) { c.q.params.direction = Direction(4); return quantize(c.q); }, bad, "params.direction (4) is not a direction"},
-      {"q backend 3", [](Call& c) { c.q.backend = Backend(3); return quantize(c.q); }, bad, "quantize: backend (3) is not a backend"},
+      {"q backend 4", [](Call& c) { c.q.backend = Backend(4); return quantize(c.q); }, bad, "quantize: backend (4) is not a backend"},
       {"q backend cuda", [](Call& c) { c.q.backend = Backend::cuda; return quantize(c.q); }, kCudaCode, kCudaMessage},
       // ---- quantize: fp4 packing ----
       {"q fp4 odd cols", [](Call& c) { c.q.params.format = Format::mxfp4; c.q.input.cols = 33; c.q.input.row_stride = 64; return quantize(c.q); }, bad, "quantize: input.cols (33) must be even for fp4 formats (two codes per byte)"},
@@ -259,6 +259,10 @@ std::vector<Row> rows() {
       {"v above M", [](Call& c) { c.ends = {10, 65, 64}; return validate_group_ends(c.vgroups, c.vM, Backend::cpu); }, Code::invalid_offsets, "groups.ends[1] (65) is greater than M (64)"},
       {"v backend cuda", [](Call& c) { return validate_group_ends(c.vgroups, c.vM, Backend::cuda); }, kCudaCode, kCudaMessage},
   };
+  // Without a device cuda_unchecked is refused; with one it would take these host pointers on trust.
+  if (!kCuda)
+    t.push_back({"q backend cuda_unchecked", [](Call& c) { c.q.backend = Backend::cuda_unchecked; return quantize(c.q); },
+                 Code::unsupported, "quantize: backend cuda_unchecked requested"});
   return t;
 }
 

@@ -45,7 +45,8 @@ static_assert(MXQ_FORMAT_NVFP4 == int(Format::nvfp4) && MXQ_FORMAT_MXFP4 == int(
               MXQ_FORMAT_MXFP8_E5M2 == int(Format::mxfp8_e5m2));
 static_assert(MXQ_RULE_FLOOR == int(ScaleRule::floor) && MXQ_LAYOUT_BLOCKED == int(ScaleLayout::blocked));
 static_assert(MXQ_DIRECTION_BOTH == int(Direction::both) && MXQ_DIRECTION_COLWISE == int(Direction::colwise));
-static_assert(MXQ_BACKEND_CUDA == int(Backend::cuda) && MXQ_BACKEND_CPU == int(Backend::cpu));
+static_assert(MXQ_BACKEND_CUDA == int(Backend::cuda) && MXQ_BACKEND_CPU == int(Backend::cpu) &&
+              MXQ_BACKEND_CUDA_UNCHECKED == int(Backend::cuda_unchecked));
 static_assert(MXQ_SCALE_GROUPS_ALONG_K == int(ScaleGroups::along_k) && MXQ_SCALE_GROUPS_ALONG_M == int(ScaleGroups::along_m));
 
 constexpr int64_t M = 96, K = 64;

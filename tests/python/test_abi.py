@@ -80,6 +80,7 @@ def test_constants_match_the_header():
         assert defines["MXQ_SCALE_GROUPS_" + groups[name]] == value
     assert (defines["MXQ_BACKEND_AUTO"], defines["MXQ_BACKEND_CPU"], defines["MXQ_BACKEND_CUDA"]) == (
         _abi.BACKEND_AUTO, _abi.BACKEND_CPU, _abi.BACKEND_CUDA)
+    assert defines["MXQ_ABI_VERSION"] == _abi.ABI_VERSION
     assert (defines["MXQ_OK"], defines["MXQ_ERR_INVALID_ARGUMENT"], defines["MXQ_ERR_UNSUPPORTED"],
             defines["MXQ_ERR_CUDA"], defines["MXQ_ERR_INVALID_OFFSETS"]) == (
         _abi.OK, _abi.ERR_INVALID_ARGUMENT, _abi.ERR_UNSUPPORTED, _abi.ERR_CUDA,

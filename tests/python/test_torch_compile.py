@@ -1,4 +1,4 @@
-"""The mxq::* custom ops under torch's op checker, torch.compile(fullgraph=True) (static and
+"""The native mxq::* operators under torch's op checker, torch.compile(fullgraph=True) (static and
 dynamic shapes) and CUDA graph capture. Skipped without torch; CUDA cases without a GPU; ops the
 cuda backend does not implement yet skip on mxq.Unsupported."""
 import re
@@ -157,9 +157,14 @@ def _capture_and_replay(fn, shape, grouped):
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
         static_out = fn(static_x, ends)
-    for seed in (21, 22):  # new data in the same input buffer: the replay must follow it
+    # New data in the same input buffer, and new group ends in the same ends buffer (an empty
+    # group, a group of everything): the replay must follow both.
+    new_ends = ([0, 100, 100, 180], [190, 190, 190, 190])
+    for seed, e in zip((21, 22), new_ends):
         _, x = bf16_pair(shape, seed=seed)
         static_x.copy_(x.cuda())
+        if grouped:
+            ends.copy_(torch.tensor(e, dtype=torch.int32))
         graph.replay()
         torch.cuda.synchronize()
         for g, w in zip(static_out, fn(static_x, ends)):

@@ -1,8 +1,9 @@
-"""torch tensors through mxq (the mxq::* custom ops): byte for byte what the numpy path computes
-on the CPU backend, on CPU tensors and on CUDA tensors (cuda backend, current stream, no host
-synchronisation). Skipped without torch; the CUDA cases without a GPU; ops the cuda backend does
-not implement yet skip on mxq.Unsupported."""
+"""torch tensors through mxq (the native mxq::* operators): byte for byte what the numpy path
+computes on the CPU backend, on CPU tensors and on CUDA tensors (cuda backend, current stream, no
+host synchronisation); eager output shapes equal the fake functions'. Skipped without torch; the
+CUDA cases without a GPU; ops the cuda backend does not implement yet skip on mxq.Unsupported."""
 import itertools
+import os
 
 import numpy as np
 import pytest
@@ -163,9 +164,8 @@ def _tensors(result):
 
 @pytest.mark.parametrize("device", DEVICES)
 def test_dispatch_mode_sees_the_ops_with_the_same_bytes(device):
-    """Eager calls on plain tensors run the ops without torch's dispatcher (python/README.md);
-    under a dispatch mode they go through torch.ops.mxq.*, which the mode sees, with the same
-    bytes."""
+    """Every torch call is a torch.ops.mxq.* operator call: a dispatch mode sees it, and the bytes
+    are those of the call without the mode."""
     from torch.utils._python_dispatch import TorchDispatchMode
 
     class Record(TorchDispatchMode):
@@ -209,7 +209,17 @@ def test_errors_carry_the_library_message(device):
     x = torch.ones(64, 33, dtype=torch.bfloat16, device=device)
     with pytest.raises(mxq.InvalidArgument, match="must be even") as e:
         mxq.quantize(x, format="mxfp4")
-    assert str(e.value) == mxq.library().last_error().decode()
+    with pytest.raises(mxq.InvalidArgument) as ref:  # the C ABI path: the library's own message
+        mxq.quantize(np.ones((64, 33), np.float32), format="mxfp4")
+    assert str(e.value) == str(ref.value)
+    with pytest.raises(mxq.InvalidArgument, match="format must be one of"):
+        mxq.quantize(x, format="mxfp9")
+    with pytest.raises(mxq.InvalidArgument, match="tensor_amax has 1 elements but the input has 4"):
+        mxq.quantize(x[:, :32].expand(4, 64, 32), format="nvfp4",
+                     tensor_amax=torch.ones(1, device=device))
+    q = mxq.quantize(x[:, :32].expand(4, 64, 32), format="nvfp4")
+    with pytest.raises(mxq.InvalidArgument, match="s_dec has 1 elements but the input has 4"):
+        mxq.dequantize(q.row_data, q.row_scales, (4, 64, 32), format="nvfp4", s_dec=q.s_dec[:1])
     with pytest.raises(mxq.InvalidArgument, match="must be 1-D"):
         mxq.quantize(x[:, :32], group_ends=torch.tensor([[64]], dtype=torch.int32, device=device))
     if device == "cuda":
@@ -247,3 +257,57 @@ def test_cuda_runs_on_the_current_stream():
     torch.cuda.current_stream().wait_stream(side)
     for g, w in zip(got_bytes, [w for w in want if w is not None]):
         assert torch.equal(g, w.view(torch.uint8))
+
+
+@pytest.mark.parametrize("device", DEVICES)
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_eager_shapes_equal_the_fake_functions(device, fmt):
+    """The operators size their outputs in C++ (csrc/output_shapes.hpp), the fake functions in
+    Python (_shapes.py): the two agree over a grid of directions, layouts, batches, groups and
+    paddings, dtypes and strides included."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    mode = FakeTensorMode()
+    for direction, layout, (B, M, K), G, (pr, pc) in itertools.product(
+            ["rowwise", "colwise", "both"], ["linear", "blocked"],
+            [(1, 0, 64), (1, 1, 32), (1, 130, 96), (3, 66, 64)], [0, 1, 5],
+            [(0, 0), (32, 0), (0, 16), (128, 128)]):
+        if (G and B > 1) or ((pr or pc) and not G):
+            continue  # groups are 2-D only; padding needs groups
+        x = torch.zeros((B, M, K) if B > 1 else (M, K), dtype=torch.bfloat16, device=device)
+        ends = torch.tensor([M * (i + 1) // max(G, 1) for i in range(G)], dtype=torch.int32,
+                            device=device) if G else None
+        args = (fmt, direction, "rceil", layout, ends, pr, pc, None, True)
+        with skip_unsupported():
+            real = torch.ops.mxq.quantize(x, *args)
+        with mode:
+            fake = torch.ops.mxq.quantize(mode.from_tensor(x), *args[:4],
+                                          None if ends is None else mode.from_tensor(ends),
+                                          *args[5:])
+        for r, f in zip(real, fake):
+            assert (r.shape, r.dtype, r.stride()) == (f.shape, f.dtype, f.stride()), args
+
+
+def test_a_missing_native_build_names_the_install_command(tmp_path):
+    """With torch installed but mxq._torch_ops not built, the first torch call says how to build
+    it (numpy calls are unaffected)."""
+    import subprocess
+    import sys
+
+    script = (
+        "import sys, importlib.abc\n"
+        "class Block(importlib.abc.MetaPathFinder):\n"
+        "    def find_spec(self, name, path, target=None):\n"
+        "        if name == 'mxq._torch_ops': raise ImportError('blocked by the test')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "import numpy as np, torch, mxq\n"
+        "mxq.quantize(np.ones((32, 32), np.float32))\n"
+        "try:\n"
+        "    mxq.quantize(torch.ones(32, 32))\n"
+        "except ImportError as e:\n"
+        "    print(e)\n")
+    package_root = os.path.dirname(os.path.dirname(mxq.__file__))
+    env = dict(os.environ, PYTHONPATH=package_root)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         check=True, cwd=tmp_path, env=env).stdout
+    assert "pip install --no-build-isolation ./python" in out, out
