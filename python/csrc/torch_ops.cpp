@@ -8,8 +8,10 @@
 #include <Python.h>  // first, as Python asks: it sets feature macros for the standard headers
 
 #include <ATen/ATen.h>
+#include <ATen/EmptyTensor.h>
 #include <torch/library.h>
 #ifdef MXQ_TORCH_CUDA
+#include <ATen/cuda/EmptyTensor.h>
 #include <c10/cuda/CUDAGuard.h>
 #include <c10/cuda/CUDAStream.h>
 #endif
@@ -22,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <vector>
 
 #include "output_shapes.hpp"
 
@@ -183,8 +186,14 @@ Tensor batch_floats_arg(const char* op, const char* what, const OptTensor& t, in
 const int32_t* ends_ptr(const Tensor& e) { return e.defined() ? e.const_data_ptr<int32_t>() : nullptr; }
 const float* floats_ptr(const Tensor& t) { return t.defined() ? t.const_data_ptr<float>() : nullptr; }
 
+// A fresh output on like's device from torch's allocator, without a trip through the dispatcher
+// (at::empty's dispatch cost more than the rest of a small op's host time).
 Tensor new_output(const Shape& shape, at::ScalarType dtype, const Tensor& like) {
-  return at::empty(at::IntArrayRef(shape.data(), shape.size()), like.options().dtype(dtype));
+  const at::IntArrayRef size(shape.data(), shape.size());
+#ifdef MXQ_TORCH_CUDA
+  if (like.is_cuda()) return Tensor(at::detail::empty_cuda(size, dtype, like.device(), std::nullopt));
+#endif
+  return Tensor(at::detail::empty_cpu(size, dtype, /*pin_memory=*/false, std::nullopt));
 }
 
 int64_t shape_numel(const Shape& s) {
@@ -226,11 +235,12 @@ mxq::QuantizeParams parse_params(const char* op, c10::string_view format, c10::s
   return p;
 }
 
-using QuantizeOut = std::tuple<Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor>;
-
-QuantizeOut quantize(const Tensor& x, c10::string_view format, c10::string_view direction, c10::string_view scale_rule,
-                     c10::string_view scale_layout, const OptTensor& group_ends, int64_t pad_rowwise,
-                     int64_t pad_colwise, const OptTensor& tensor_amax, bool with_amax) {
+// The outputs this call produces, in the order row_data, row_scales, col_data, col_scales, s_enc,
+// s_dec, padded_starts, padded_ends, amax (outputs the call does not produce are left out, so that
+// none is allocated).
+std::vector<Tensor> quantize(const Tensor& x, c10::string_view format, c10::string_view direction,
+                             c10::string_view scale_rule, c10::string_view scale_layout, const OptTensor& group_ends,
+                             int64_t pad_rowwise, int64_t pad_colwise, const OptTensor& tensor_amax, bool with_amax) {
   const char* op = "quantize";
   mxq::QuantizeArgs a;
   a.params = parse_params(op, format, direction, scale_rule, scale_layout);
@@ -246,30 +256,33 @@ QuantizeOut quantize(const Tensor& x, c10::string_view format, c10::string_view 
   mxq::QuantizeSizes sizes;
   check(mxq::quantize_sizes(a, &sizes));  // every argument checked before anything is allocated
 
-  const mxq::torch_shapes::QuantizeShapes s = mxq::torch_shapes::quantize_shapes(a.params, in.batched, in.view.batch, in.view.rows,
-                                                                 in.view.cols, G, a.groups.pad_rowwise,
-                                                                 a.groups.pad_colwise);
+  const mxq::torch_shapes::QuantizeShapes s = mxq::torch_shapes::quantize_shapes(
+      a.params, in.batched, in.view.batch, in.view.rows, in.view.cols, G, a.groups.pad_rowwise, a.groups.pad_colwise);
   const std::array<int64_t, 8> counts = {sizes.row_data_bytes, sizes.row_scale_bytes, sizes.col_data_bytes,
                                          sizes.col_scale_bytes, sizes.tensor_scale_count, sizes.tensor_scale_count,
                                          sizes.padded_offset_count, sizes.padded_offset_count};
   const at::ScalarType d = data_dtype(a.params.format), sc = scale_dtype(a.params.format);
   const std::array<at::ScalarType, 8> dtypes = {d, sc, d, sc, at::kFloat, at::kFloat, at::kInt, at::kInt};
-  std::array<Tensor, 8> outs;
-  std::array<void*, 8> ptrs{};
-  for (size_t i = 0; i < outs.size(); ++i) {
-    const std::optional<Shape>& shape = s.outputs[i];
-    if (shape) expect_numel(op, "output", *shape, counts[i]);
-    outs[i] = new_output(shape ? *shape : Shape{0}, dtypes[i], in.x);
-    if (shape) ptrs[i] = outs[i].data_ptr();
+  std::vector<Tensor> outs;
+  outs.reserve(9);
+  std::array<void*, 9> ptrs{};
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    if (!s.outputs[i]) continue;
+    expect_numel(op, "output", *s.outputs[i], counts[i]);
+    outs.push_back(new_output(*s.outputs[i], dtypes[i], in.x));
+    ptrs[i] = outs.back().data_ptr();
   }
-  Tensor amax_out = new_output(Shape{with_amax ? in.view.batch : 0}, at::kFloat, in.x);
+  if (with_amax) {
+    outs.push_back(new_output(Shape{in.view.batch}, at::kFloat, in.x));
+    ptrs[8] = outs.back().data_ptr();
+  }
   a.out = {ptrs[0], static_cast<uint8_t*>(ptrs[1]), ptrs[2], static_cast<uint8_t*>(ptrs[3]),
            static_cast<float*>(ptrs[4]), static_cast<float*>(ptrs[5]), static_cast<int32_t*>(ptrs[6]),
-           static_cast<int32_t*>(ptrs[7]), with_amax ? amax_out.data_ptr<float>() : nullptr};
+           static_cast<int32_t*>(ptrs[7]), static_cast<float*>(ptrs[8])};
   a.backend = exec.backend;
   a.stream = exec.stream;
   check(mxq::quantize(a));
-  return {outs[0], outs[1], outs[2], outs[3], outs[4], outs[5], outs[6], outs[7], amax_out};
+  return outs;
 }
 
 std::optional<mxq::DType> out_dtype_of(at::ScalarType t) {
@@ -438,7 +451,7 @@ Tensor unswizzle(const Tensor& blocked, c10::SymIntArrayRef shape, const OptTens
   a.stream = exec.stream;
   expect_bytes(op, "blocked scales", in,
                mxq::torch_shapes::swizzle_shape(dims.size() == 3, a.batch, a.rows, a.cols, a.group_axis, G));
-  Tensor out = at::empty(dims, in.options());
+  Tensor out = new_output(Shape(dims.begin(), dims.end()), in.scalar_type(), in);
   a.out = static_cast<uint8_t*>(const_cast<void*>(in.const_data_ptr()));  // read only: unswizzle's input
   check(mxq::unswizzle(a, static_cast<uint8_t*>(out.data_ptr())));
   return out;
@@ -449,8 +462,7 @@ Tensor unswizzle(const Tensor& blocked, c10::SymIntArrayRef shape, const OptTens
 TORCH_LIBRARY(mxq, m) {
   m.def(
       "quantize(Tensor x, str format, str direction, str scale_rule, str scale_layout, Tensor? group_ends, "
-      "int pad_rowwise, int pad_colwise, Tensor? tensor_amax, bool with_amax=False) "
-      "-> (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor)");
+      "int pad_rowwise, int pad_colwise, Tensor? tensor_amax, bool with_amax=False) -> Tensor[]");
   m.def(
       "dequantize(Tensor data, Tensor scales, Tensor? s_dec, SymInt[] shape, str format, str direction, "
       "str scale_rule, str scale_layout, Tensor? group_ends, int pad_rowwise, int pad_colwise, "

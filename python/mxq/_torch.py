@@ -13,8 +13,8 @@ into their arguments.
 dtypes: fp8 data torch.float8_e4m3fn (mxfp8) / torch.float8_e5m2 (mxfp8_e5m2); fp4 data (mxfp4,
 nvfp4) torch.uint8, two codes per byte, element 2i in the low nibble; MX scales
 torch.float8_e8m0fnu; nvfp4 block scales torch.float8_e4m3fn; s_enc, s_dec float32;
-padded_starts/ends int32. Outputs a call does not produce are empty (0,) tensors in the op and
-None in mxq.quantize's result.
+padded_starts/ends int32. torch.ops.mxq.quantize returns only the outputs the call produces, in
+QuantizeResult's order; mxq.quantize puts None in the places of the others.
 """
 import torch
 
@@ -83,8 +83,8 @@ def _(x, format, direction, scale_rule, scale_layout, group_ends, pad_rowwise, p
     shapes = _shapes.quantize_shapes(format, direction, scale_layout, batched, B, x.shape[-2],
                                      x.shape[-1], G, pad_rowwise, pad_colwise)
     shapes = tuple(shapes) + ((B,) if with_amax else None,)
-    return tuple(x.new_empty(s if s is not None else (0,), dtype=dt)
-                 for s, dt in zip(shapes, _quantize_dtypes(format)))
+    return [x.new_empty(s, dtype=dt) for s, dt in zip(shapes, _quantize_dtypes(format))
+            if s is not None]
 
 
 @torch.library.register_fake("mxq::dequantize")
@@ -134,13 +134,19 @@ def _(blocked, shape, group_ends, group_axis):
 
 # ---- the package's torch entry points (mxq.quantize & co. for torch tensors) --------------------
 
-def _present(format, direction, pad_rowwise, pad_colwise, with_amax):
-    """Which of quantize's 9 outputs a call produces."""
+def _positions(format, direction, pads, with_amax):
+    """The places in QuantizeResult of the outputs torch.ops.mxq.quantize returns."""
     row = direction in ("rowwise", "both")
     col = direction in ("colwise", "both")
     nv = format == "nvfp4"
-    pads = bool(pad_rowwise or pad_colwise)
-    return (row, row, col, col, nv, nv, pads, pads, with_amax)
+    present = (row, row, col, col, nv, nv, pads, pads, with_amax)
+    return tuple(i for i, p in enumerate(present) if p)
+
+
+# Every combination, computed once: a lookup per call, and nothing for torch.compile to trace.
+_POSITIONS = {(f, d, pads, amax): _positions(f, d, pads, amax)
+              for f in _DATA_DTYPES for d in ("rowwise", "colwise", "both")
+              for pads in (False, True) for amax in (False, True)}
 
 
 def as_group_ends(group_ends, like):
@@ -158,8 +164,11 @@ def quantize(x, format, direction, scale_rule, scale_layout, group_ends, pad_row
                          with_amax)
     except (ValueError, NotImplementedError, RuntimeError) as e:
         _raise(e)
-    present = _present(format, direction, pad_rowwise, pad_colwise, with_amax)
-    return tuple(o if p else None for o, p in zip(outs, present))
+    result = [None] * 9
+    for i, t in zip(_POSITIONS[format, direction, bool(pad_rowwise or pad_colwise), with_amax],
+                    outs):
+        result[i] = t
+    return result
 
 
 def dequantize(data, scales, shape, format, direction, scale_rule, scale_layout, group_ends,
