@@ -69,7 +69,11 @@ class BuildPy(build_py):
 class BuildExt(build_ext):
     def build_extension(self, ext):
         package_dir = os.path.dirname(self.get_ext_fullpath(ext.name))
-        ext.extra_link_args = [_copy_libmxq(package_dir), "-Wl,-rpath,$ORIGIN"] + ext.extra_link_args
+        # A toolchain that links libstdc++ statically puts a copy into the module; unless its symbols
+        # stay hidden, the process's libstdc++ (Python's, torch's) binds some of them and the two
+        # copies mix (seen: a crash formatting a number into an error message).
+        ext.extra_link_args = [_copy_libmxq(package_dir), "-Wl,-rpath,$ORIGIN",
+                               "-Wl,--exclude-libs,ALL"] + ext.extra_link_args
         super().build_extension(ext)
 
 

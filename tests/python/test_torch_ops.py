@@ -278,8 +278,10 @@ def test_eager_shapes_equal_the_fake_functions(device, fmt):
         ends = torch.tensor([M * (i + 1) // max(G, 1) for i in range(G)], dtype=torch.int32,
                             device=device) if G else None
         args = (fmt, direction, "rceil", layout, ends, pr, pc, None, True)
-        with skip_unsupported():
+        try:
             real = torch.ops.mxq.quantize(x, *args)
+        except ValueError:
+            continue  # a shape the format refuses (fp4 needs even rows and columns)
         with mode:
             fake = torch.ops.mxq.quantize(mode.from_tensor(x), *args[:4],
                                           None if ends is None else mode.from_tensor(ends),
