@@ -5,7 +5,7 @@
 
 torch: microseconds of host time per call, back-to-back calls on a (256, 2048) bf16 CUDA tensor,
 through mxq.quantize & co. and through torch.ops.mxq.* directly, eager and inside a torch.compile
-graph without CUDA graphs, next to torch.empty_like in the same run. Then the eager mxfp8 rowwise
+graph without CUDA graphs, next to torch.empty_like and torch.abs in the same run. Then the eager mxfp8 rowwise
 quantize of an 8192 x 2048 tensor timed as triton.testing.do_bench times it (L2 flushed between
 calls, no CUDA graph): µs, GB/s and the ratio to a device copy of the same bytes in the same run.
 """
@@ -41,6 +41,7 @@ def torch_rows(M=256, K=2048, groups=8):
     ops = torch.ops.mxq
     eager = {
         "torch.empty_like (reference)": lambda: torch.empty_like(x),
+        "torch.abs (reference: a native op with one launch)": lambda: torch.abs(x),
         "mxq.quantize mxfp8 rowwise blocked": lambda: mxq.quantize(x),
         "torch.ops.mxq.quantize mxfp8 rowwise blocked": lambda: ops.quantize(
             x, "mxfp8", "rowwise", "rceil", "blocked", None, 0, 0, None),
