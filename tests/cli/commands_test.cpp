@@ -1,4 +1,5 @@
-// The commands' behaviour beyond the round trip: sharded checkpoints, --include / --exclude,
+// The commands' behaviour beyond the round trip: sharded checkpoints, --targets / --ignore,
+// NVFP4 global scales shared by fused groups, --force,
 // command-line and input errors with their exit codes, and atomic output.
 #include <nlohmann/json.hpp>
 
@@ -26,12 +27,14 @@ void write_sharded(const ScratchDir& dir, const std::string& name) {
                     normal_tensor("layers.0.norm.weight", "BF16", {64}, 2)});
   write_checkpoint(root + "/model-00002-of-00002.safetensors",
                    {normal_tensor("layers.1.experts.w", "BF16", {2, 16, 64}, 3),
+                    normal_tensor("layers.1.down.weight", "BF16", {16, 64}, 5),
                     normal_tensor("lm_head.weight", "BF16", {8, 64}, 4)});
   nlohmann::json index = {{"metadata", {{"total_size", 0}}},
                           {"weight_map",
                            {{"layers.0.q.weight", "model-00001-of-00002.safetensors"},
                             {"layers.0.norm.weight", "model-00001-of-00002.safetensors"},
                             {"layers.1.experts.w", "model-00002-of-00002.safetensors"},
+                            {"layers.1.down.weight", "model-00002-of-00002.safetensors"},
                             {"lm_head.weight", "model-00002-of-00002.safetensors"}}}};
   write_text(root + "/model.safetensors.index.json", index.dump());
   write_text(root + "/config.json", R"({"model_type": "toy", "hidden_size": 64})");
@@ -50,9 +53,10 @@ TEST(Sharded, QuantizeAndDequantizeDirectories) {
       {"layers.0.q.weight_scale", "model-00001-of-00002.safetensors"},
       {"layers.0.q.weight_global_scale", "model-00001-of-00002.safetensors"},
       {"layers.0.norm.weight", "model-00001-of-00002.safetensors"},
-      {"layers.1.experts.w_packed", "model-00002-of-00002.safetensors"},
-      {"layers.1.experts.w_scale", "model-00002-of-00002.safetensors"},
-      {"layers.1.experts.w_global_scale", "model-00002-of-00002.safetensors"},
+      {"layers.1.experts.w", "model-00002-of-00002.safetensors"},
+      {"layers.1.down.weight_packed", "model-00002-of-00002.safetensors"},
+      {"layers.1.down.weight_scale", "model-00002-of-00002.safetensors"},
+      {"layers.1.down.weight_global_scale", "model-00002-of-00002.safetensors"},
       {"lm_head.weight", "model-00002-of-00002.safetensors"}};
   EXPECT_EQ(index["weight_map"], expected_map);
   const nlohmann::json config = read_json(dir / "q/config.json");
@@ -67,8 +71,9 @@ TEST(Sharded, QuantizeAndDequantizeDirectories) {
   }
   {
     st::SafetensorsFile second(dir / "q/model-00002-of-00002.safetensors");
-    EXPECT_EQ(second.view().find("layers.1.experts.w_global_scale")->shape,
-              std::vector<int64_t>{2});
+    EXPECT_EQ(second.view().find("layers.1.down.weight_global_scale")->shape,
+              std::vector<int64_t>{1});
+    EXPECT_EQ(second.view().find("layers.1.experts.w")->dtype, "BF16");
   }
 
   const RunResult inspect = run_mxq("inspect " + dir / "q --stats " + dir / "in");
@@ -104,7 +109,16 @@ TEST(Sharded, BadIndexIsRejected) {
   EXPECT_EQ(run_mxq("inspect " + dir / "in").exit_code, 3);
 }
 
-TEST(Selection, IncludeAndExclude) {
+std::vector<std::string> tensors_of_dtype(const std::string& path, const std::string& dtype) {
+  st::SafetensorsFile file(path);
+  std::vector<std::string> names;
+  for (const auto& t : file.view().tensors())
+    if (t.dtype == dtype) names.push_back(t.name);
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+TEST(Selection, TargetsAndIgnore) {
   ScratchDir dir;
   write_checkpoint(dir / "in.safetensors",
                    {normal_tensor("a.q_proj.weight", "BF16", {8, 64}, 1),
@@ -113,29 +127,132 @@ TEST(Selection, IncludeAndExclude) {
                     normal_tensor("lm_head.weight", "BF16", {8, 64}, 4)});
   auto quantized = [&](const std::string& flags) {
     const RunResult r = run_mxq("quantize " + dir / "in.safetensors " + dir / "q.safetensors" +
-                                " --format mxfp8 " + flags);
+                                " --format mxfp8 --force " + flags);
     EXPECT_EQ(r.exit_code, 0) << r.output;
-    st::SafetensorsFile file(dir / "q.safetensors");
-    std::vector<std::string> names;
-    for (const auto& t : file.view().tensors())
-      if (t.dtype == "F8_E4M3") names.push_back(t.name);
-    std::sort(names.begin(), names.end());
-    return names;
+    return tensors_of_dtype(dir / "q.safetensors", "F8_E4M3");
   };
   using Names = std::vector<std::string>;
-  EXPECT_EQ(quantized(""), (Names{"a.experts.w", "a.k_proj.weight", "a.q_proj.weight"}));
-  EXPECT_EQ(quantized("--include q_proj"), (Names{"a.q_proj.weight"}));
-  // --exclude replaces the default (lm_head, embeddings, routers).
-  EXPECT_EQ(quantized("--exclude 'experts|k_proj'"), (Names{"a.q_proj.weight", "lm_head.weight"}));
-  EXPECT_EQ(quantized("--exclude ''"),
-            (Names{"a.experts.w", "a.k_proj.weight", "a.q_proj.weight", "lm_head.weight"}));
-  EXPECT_EQ(quantized("--include 'proj' --exclude '^a\\.k'"), (Names{"a.q_proj.weight"}));
+  EXPECT_EQ(quantized(""), (Names{"a.k_proj.weight", "a.q_proj.weight"}));
+  EXPECT_EQ(quantized("--targets q_proj"), (Names{"a.q_proj.weight"}));
+  // --ignore replaces the default (lm_head, embeddings, routers, gates, norms).
+  EXPECT_EQ(quantized("--ignore 'k_proj'"), (Names{"a.q_proj.weight", "lm_head.weight"}));
+  EXPECT_EQ(quantized("--ignore ''"), (Names{"a.k_proj.weight", "a.q_proj.weight", "lm_head.weight"}));
+  EXPECT_EQ(quantized("--targets 'proj' --ignore '^a\\.k'"), (Names{"a.q_proj.weight"}));
+  // Fused 3-D experts stay bf16 even when targeted: compressed-tensors has no layout for them.
+  const RunResult experts = run_mxq("quantize " + dir / "in.safetensors " + dir / "e.safetensors" +
+                                    " --format mxfp8 --targets experts --ignore ''");
+  EXPECT_EQ(experts.exit_code, 1) << experts.output;
 
   const RunResult none = run_mxq("quantize " + dir / "in.safetensors " + dir / "n.safetensors" +
-                                 " --format mxfp8 --include nothing_matches");
+                                 " --format mxfp8 --targets nothing_matches");
   EXPECT_EQ(none.exit_code, 1) << none.output;
   EXPECT_NE(none.output.find("no tensor selected"), std::string::npos);
   EXPECT_FALSE(file_exists(dir / "n.safetensors"));
+}
+
+// What MoE checkpoints hold beside their linear weights is kept by default: routers and gates
+// (Qwen2-MoE's 1 x H shared_expert_gate too), 2-D expert biases (gpt-oss), norms, embeddings.
+TEST(Selection, DefaultsKeepRoutersGatesBiasesAndNorms) {
+  ScratchDir dir;
+  write_checkpoint(dir / "in.safetensors",
+                   {normal_tensor("model.embed_tokens.weight", "BF16", {16, 64}, 1),
+                    normal_tensor("model.layers.0.mlp.gate.weight", "BF16", {8, 64}, 2),
+                    normal_tensor("model.layers.0.mlp.shared_expert_gate.weight", "BF16", {1, 64}, 3),
+                    normal_tensor("model.layers.0.mlp.router.weight", "BF16", {8, 64}, 4),
+                    normal_tensor("model.layers.0.mlp.experts.gate_up_proj_bias", "BF16", {4, 64}, 5),
+                    normal_tensor("model.layers.0.self_attn.q_proj.bias", "BF16", {64}, 6),
+                    normal_tensor("model.layers.0.post_attention_layernorm.weight", "BF16", {64}, 7),
+                    normal_tensor("model.norm.weight", "BF16", {64}, 8),
+                    normal_tensor("model.layers.0.mlp.shared_expert.up_proj.weight", "BF16", {32, 64}, 9)});
+  const RunResult r = run_mxq("quantize " + dir / "in.safetensors " + dir / "q.safetensors --format nvfp4");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(tensors_of_dtype(dir / "q.safetensors", "BF16").size(), 8u);
+  st::SafetensorsFile out(dir / "q.safetensors");
+  EXPECT_NE(out.view().find("model.layers.0.mlp.shared_expert.up_proj.weight_packed"), nullptr);
+  const auto config = nlohmann::json::parse(out.view().metadata().at("quantization_config"));
+  EXPECT_EQ(config["ignore"], nlohmann::json::array({"model.embed_tokens", "model.layers.0.mlp.gate",
+                                                      "model.layers.0.mlp.shared_expert_gate",
+                                                      "model.layers.0.mlp.router"}));
+}
+
+float global_scale_of(const st::SafetensorsView& v, const std::string& weight) {
+  const st::TensorInfo* t = v.find(weight + "_global_scale");
+  EXPECT_NE(t, nullptr) << weight;
+  float s = 0;
+  if (t) std::memcpy(&s, v.data(*t), 4);
+  return s;
+}
+
+// vLLM fuses q/k/v and gate/up into one layer with one NVFP4 global scale: the members must carry
+// the same scale, from the amax over all of them (here across two shards).
+TEST(SharedScale, FusedGroupsShareTheirNvfp4GlobalScale) {
+  ScratchDir dir;
+  const std::string root = dir / "in";
+  ASSERT_EQ(::mkdir(root.c_str(), 0755), 0);
+  auto scaled = [](Tensor t, float k) {  // bf16 values times a power of two: exact
+    for (size_t i = 0; i + 1 < t.bytes.size(); i += 2) {
+      const uint16_t h = static_cast<uint16_t>(t.bytes[i] | (t.bytes[i + 1] << 8));
+      const uint16_t s = num::float_to_bf16_rne(num::bf16_to_float(h) * k);
+      t.bytes[i] = static_cast<uint8_t>(s);
+      t.bytes[i + 1] = static_cast<uint8_t>(s >> 8);
+    }
+    return t;
+  };
+  const std::string attn = "model.layers.0.self_attn.", mlp = "model.layers.0.mlp.";
+  write_checkpoint(root + "/a.safetensors",
+                   {normal_tensor(attn + "q_proj.weight", "BF16", {16, 64}, 1),
+                    scaled(normal_tensor(attn + "k_proj.weight", "BF16", {16, 64}, 2), 8.0f),
+                    normal_tensor(mlp + "gate_proj.weight", "BF16", {16, 64}, 4)});
+  write_checkpoint(root + "/b.safetensors",
+                   {scaled(normal_tensor(attn + "v_proj.weight", "BF16", {16, 64}, 3), 0.25f),
+                    scaled(normal_tensor(mlp + "up_proj.weight", "BF16", {16, 64}, 5), 4.0f),
+                    scaled(normal_tensor(attn + "o_proj.weight", "BF16", {16, 64}, 6), 2.0f)});
+  nlohmann::json index = {{"weight_map",
+                           {{attn + "q_proj.weight", "a.safetensors"}, {attn + "k_proj.weight", "a.safetensors"},
+                            {mlp + "gate_proj.weight", "a.safetensors"}, {attn + "v_proj.weight", "b.safetensors"},
+                            {mlp + "up_proj.weight", "b.safetensors"}, {attn + "o_proj.weight", "b.safetensors"}}}};
+  write_text(root + "/model.safetensors.index.json", index.dump());
+
+  const RunResult r = run_mxq("quantize " + root + " " + dir / "q --format nvfp4 --no-stats");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  st::SafetensorsFile a(dir / "q/a.safetensors"), b(dir / "q/b.safetensors");
+  const float q = global_scale_of(a.view(), attn + "q_proj.weight");
+  const float k = global_scale_of(a.view(), attn + "k_proj.weight");
+  const float v = global_scale_of(b.view(), attn + "v_proj.weight");
+  EXPECT_EQ(q, k);
+  EXPECT_EQ(q, v);
+  const float gate = global_scale_of(a.view(), mlp + "gate_proj.weight");
+  EXPECT_EQ(gate, global_scale_of(b.view(), mlp + "up_proj.weight"));
+  EXPECT_NE(gate, q);
+  // o_proj is in no group: its own scale. The scale falls as the amax grows (448 * 6 / amax), and
+  // the amaxes are about 7 (o), 14 (gate/up, from up) and 28 (q/k/v, from k).
+  const float o = global_scale_of(b.view(), attn + "o_proj.weight");
+  EXPECT_GT(o, gate);
+  EXPECT_GT(gate, q);
+
+  // --shared-scale names the groups instead of the defaults: here q and o only.
+  const RunResult custom = run_mxq("quantize " + root + " " + dir / "c --format nvfp4 --no-stats " +
+                                   "--shared-scale q_proj,o_proj");
+  ASSERT_EQ(custom.exit_code, 0) << custom.output;
+  st::SafetensorsFile ca(dir / "c/a.safetensors"), cb(dir / "c/b.safetensors");
+  EXPECT_EQ(global_scale_of(ca.view(), attn + "q_proj.weight"), global_scale_of(cb.view(), attn + "o_proj.weight"));
+  EXPECT_NE(global_scale_of(ca.view(), attn + "k_proj.weight"), global_scale_of(cb.view(), attn + "v_proj.weight"));
+  EXPECT_EQ(run_mxq("quantize " + root + " " + dir / "d --format nvfp4 --shared-scale q_proj").exit_code, 2);
+}
+
+// An existing output is refused unless --force; a special file never.
+TEST(Output, ExistingOutputNeedsForce) {
+  ScratchDir dir;
+  write_checkpoint(dir / "in.safetensors", {normal_tensor("a.weight", "BF16", {8, 64}, 1)});
+  const std::string q = "quantize " + dir / "in.safetensors " + dir / "q.safetensors --format mxfp8";
+  ASSERT_EQ(run_mxq(q).exit_code, 0);
+  const RunResult again = run_mxq(q);
+  EXPECT_EQ(again.exit_code, 2);
+  EXPECT_NE(again.output.find("exists; give --force"), std::string::npos) << again.output;
+  EXPECT_EQ(run_mxq(q + " --force").exit_code, 0);
+  const RunResult special = run_mxq("quantize " + dir / "in.safetensors /dev/null --format mxfp8 --force");
+  EXPECT_EQ(special.exit_code, 2);
+  EXPECT_NE(special.output.find("not a regular file or directory"), std::string::npos) << special.output;
 }
 
 TEST(Errors, ExitCodesAndMessages) {
@@ -157,7 +274,7 @@ TEST(Errors, ExitCodesAndMessages) {
       {"quantize " + in + " " + out + " --format mxfp8 --scale-rule up", 2,
        "--scale-rule: up is not one of {floor,rceil}"},
       {"demo --backend 1", 2, "--backend: 1 is not one of {auto,cpu,cuda}"},
-      {"quantize " + in + " " + out + " --format mxfp8 --include '('", 2, "invalid --include"},
+      {"quantize " + in + " " + out + " --format mxfp8 --targets '('", 2, "invalid --targets"},
       {"quantize " + dir / "missing.safetensors " + out + " --format mxfp8", 3, "no such file"},
       {"quantize " + in + " " + in + " --format mxfp8", 2, "must differ from the input"},
       {"quantize " + in + " " + dir.path() + " --format mxfp8", 2, "is a directory"},

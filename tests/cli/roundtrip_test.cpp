@@ -20,7 +20,6 @@ struct FormatCase {
 };
 
 const FormatCase kFormats[] = {{"mxfp8", 28, "F8_E4M3", "U8", 32, false},
-                               {"mxfp8_e5m2", 22, "F8_E5M2", "U8", 32, false},
                                {"mxfp4", 13, "U8", "U8", 32, true},
                                {"nvfp4", 16, "U8", "F8_E4M3", 16, true}};
 
@@ -72,13 +71,14 @@ TEST_P(RoundTrip, QuantizeInspectDequantize) {
   {
     st::SafetensorsFile out(dir / "q.safetensors");
     const auto& v = out.view();
-    // Quantized: the three float matrices whose input dim is a multiple of the block (all here).
+    // Quantized: the 2-D weights whose input dim is a multiple of the block (all here).
     const std::vector<std::pair<std::string, std::vector<int64_t>>> weights = {
         {"model.layers.0.self_attn.q_proj.weight", {64, 128}},
-        {"model.layers.0.mlp.experts.gate_up_proj", {3, 32, 64}},
         {"model.layers.0.mlp.down_proj.weight", {16, 64}},
         {"model.layers.0.mlp.up_proj.weight", {8, 96}}};
-    size_t expected_count = 3;  // norm, lm_head (excluded by default), step: copied
+    // Copied: the fused 3-D experts (no compressed-tensors layout), the norm, lm_head (ignored by
+    // default), the step counter.
+    size_t expected_count = 4;
     for (const auto& [name, shape] : weights) {
       std::vector<int64_t> data_shape = shape, scale_shape = shape;
       if (f.fp4) data_shape.back() /= 2;
@@ -109,7 +109,8 @@ TEST_P(RoundTrip, QuantizeInspectDequantize) {
       }
     }
     EXPECT_EQ(v.tensors().size(), expected_count);
-    for (const char* kept : {"model.layers.0.input_layernorm.weight", "lm_head.weight", "model.step"}) {
+    for (const char* kept : {"model.layers.0.mlp.experts.gate_up_proj", "model.layers.0.input_layernorm.weight",
+                             "lm_head.weight", "model.step"}) {
       const st::TensorInfo* t = v.find(kept);
       ASSERT_NE(t, nullptr) << kept;
       const auto& orig = *std::find_if(model.begin(), model.end(),
@@ -133,7 +134,7 @@ TEST_P(RoundTrip, QuantizeInspectDequantize) {
                                     dir / "in.safetensors --backend cpu");
   ASSERT_EQ(inspect.exit_code, 0) << inspect.output;
   EXPECT_NE(inspect.output.find(std::string("format ") + f.name), std::string::npos);
-  EXPECT_NE(inspect.output.find("scales of model.layers.0.mlp.experts.gate_up_proj"),
+  EXPECT_NE(inspect.output.find("scales of model.layers.0.mlp.down_proj.weight"),
             std::string::npos)
       << inspect.output;
 
@@ -147,7 +148,7 @@ TEST_P(RoundTrip, QuantizeInspectDequantize) {
     const st::TensorInfo* t = back.view().find(m.name);
     ASSERT_NE(t, nullptr) << m.name;
     EXPECT_EQ(t->shape, m.shape) << m.name;
-    const bool was_quantized = m.shape.size() >= 2 && m.name != "lm_head.weight";
+    const bool was_quantized = m.shape.size() == 2 && m.name != "lm_head.weight";
     if (!was_quantized) {
       EXPECT_EQ(t->dtype, m.dtype);
       EXPECT_EQ(std::memcmp(back.view().data(*t), m.bytes.data(), m.bytes.size()), 0);
@@ -164,19 +165,18 @@ TEST_P(RoundTrip, QuantizeInspectDequantize) {
 INSTANTIATE_TEST_SUITE_P(EveryFormat, RoundTrip, ::testing::ValuesIn(kFormats),
                          [](const auto& info) { return std::string(info.param.name); });
 
-TEST(RoundTripOptions, BlockedLayoutFloorRuleAndPartialInputDims) {
+TEST(RoundTripOptions, FloorRuleAndPartialInputDims) {
   ScratchDir dir;
-  // 3-D weight with N not a multiple of 128: blocked scales pad rows to 128 and columns to 4.
   write_checkpoint(dir / "in.safetensors",
-                   {normal_tensor("experts.w", "BF16", {2, 40, 96}, 9),
+                   {normal_tensor("big.weight", "BF16", {40, 96}, 9),
                     normal_tensor("odd.weight", "BF16", {4, 48}, 10)});
   const RunResult q = run_mxq("quantize " + dir / "in.safetensors " + dir / "q.safetensors" +
-                              " --format mxfp8 --scale-layout blocked --scale-rule floor");
+                              " --format mxfp8 --scale-rule floor --no-stats");
   ASSERT_EQ(q.exit_code, 0) << q.output;
   EXPECT_NE(q.output.find("not a multiple of 32"), std::string::npos) << q.output;
   st::SafetensorsFile out(dir / "q.safetensors");
-  ASSERT_NE(out.view().find("experts.w_scale"), nullptr);
-  EXPECT_EQ(out.view().find("experts.w_scale")->shape, (std::vector<int64_t>{2, 128, 4}));
+  ASSERT_NE(out.view().find("big.weight_scale"), nullptr);
+  EXPECT_EQ(out.view().find("big.weight_scale")->shape, (std::vector<int64_t>{40, 3}));
   EXPECT_EQ(out.view().find("odd.weight")->dtype, "BF16");  // K = 48 kept as it is
   EXPECT_EQ(out.view().metadata().at("mxq_scale_rule"), "floor");
 
@@ -186,6 +186,23 @@ TEST(RoundTripOptions, BlockedLayoutFloorRuleAndPartialInputDims) {
       run_mxq("inspect " + dir / "d.safetensors --stats " + dir / "in.safetensors");
   ASSERT_EQ(stats.exit_code, 0) << stats.output;
   EXPECT_NE(stats.output.find("inf"), std::string::npos) << "odd.weight is copied exactly";
+}
+
+// Settings whose checkpoint a loader would misread are refused, naming the option and the reason.
+TEST(RoundTripOptions, SettingsLoadersMisreadAreRefused) {
+  ScratchDir dir;
+  write_checkpoint(dir / "in.safetensors", {normal_tensor("a.weight", "BF16", {8, 64}, 1)});
+  const RunResult blocked = run_mxq("quantize " + dir / "in.safetensors " + dir / "q.safetensors" +
+                                    " --format mxfp8 --scale-layout blocked");
+  EXPECT_EQ(blocked.exit_code, 2);
+  EXPECT_NE(blocked.output.find("--scale-layout blocked: compressed-tensors loaders"), std::string::npos)
+      << blocked.output;
+  const RunResult e5m2 = run_mxq("quantize " + dir / "in.safetensors " + dir / "q.safetensors" +
+                                 " --format mxfp8_e5m2");
+  EXPECT_EQ(e5m2.exit_code, 2);
+  EXPECT_NE(e5m2.output.find("--format mxfp8_e5m2: compressed-tensors has no e5m2"), std::string::npos)
+      << e5m2.output;
+  EXPECT_FALSE(file_exists(dir / "q.safetensors"));
 }
 
 }  // namespace

@@ -48,19 +48,26 @@ void write_file_atomically(const std::string& path, const std::string& text) {
   }
 }
 
-CheckpointOutput::CheckpointOutput(const Checkpoint& in, const std::string& out)
+CheckpointOutput::CheckpointOutput(const Checkpoint& in, const std::string& out, bool overwrite)
     : in_(in), out_(out) {
+  struct stat st {};
+  const bool exists = ::lstat(out.c_str(), &st) == 0;
+  if (exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
+    throw CliError(kExitUsage, out + ": exists and is not a regular file or directory; give a new path");
   if (in.is_directory()) {
-    if (!path_is_directory(out) && ::mkdir(out.c_str(), 0755) != 0)
-      throw CliError(kExitFailure, out + ": cannot create directory: " + std::strerror(errno));
-    if (real_path(out) == real_path(in.directory()))
+    if (exists && real_path(out) == real_path(in.directory()))
       throw CliError(kExitUsage, out + ": the output directory must differ from the input");
+    if (exists && !S_ISDIR(st.st_mode))
+      throw CliError(kExitUsage, out + ": is a file; give a directory for a checkpoint directory");
   } else {
-    if (path_is_directory(out))
+    if (exists && S_ISDIR(st.st_mode))
       throw CliError(kExitUsage, out + ": is a directory; give an output file name");
-    if (!real_path(out).empty() && real_path(out) == real_path(in.shard_path(0)))
+    if (exists && real_path(out) == real_path(in.shard_path(0)))
       throw CliError(kExitUsage, out + ": the output must differ from the input");
   }
+  if (exists && !overwrite) throw CliError(kExitUsage, out + ": exists; give --force to overwrite it");
+  if (in.is_directory() && !exists && ::mkdir(out.c_str(), 0755) != 0)
+    throw CliError(kExitFailure, out + ": cannot create directory: " + std::strerror(errno));
 }
 
 std::string CheckpointOutput::shard_path(size_t i) const {

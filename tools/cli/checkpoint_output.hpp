@@ -13,8 +13,9 @@ namespace mxq::cli {
 
 class CheckpointOutput {
  public:
-  // Throws CliError when OUT is the input itself or a directory is given for a file input.
-  CheckpointOutput(const Checkpoint& in, const std::string& out);
+  // Throws CliError when OUT is the input itself, a directory is given for a file input, OUT exists
+  // and `overwrite` is false, or OUT is neither a regular file nor a directory.
+  CheckpointOutput(const Checkpoint& in, const std::string& out, bool overwrite);
   std::string shard_path(size_t i) const;
 
   // Records that shard i holds `tensor` (for the index).

@@ -25,7 +25,7 @@ namespace {
 struct DequantizeOptions {
   std::string in, out;
   Backend backend = Backend::auto_;
-  bool quiet = false;
+  bool quiet = false, force = false;
 };
 
 QuantSettings settings_of(const st::SafetensorsFile& file) {
@@ -40,7 +40,7 @@ QuantSettings settings_of(const st::SafetensorsFile& file) {
 void run_dequantize(const DequantizeOptions& opt) {
   const Backend backend = resolve_backend(opt.backend);
   const Checkpoint in(opt.in);
-  CheckpointOutput out(in, opt.out);
+  CheckpointOutput out(in, opt.out, opt.force);
   Table table({"tensor", "shape", "from", "bytes before", "bytes after"});
   int64_t weights = 0, copied = 0;
 
@@ -119,6 +119,7 @@ void register_dequantize(CLI::App& app) {
   cmd->add_option("--backend", opt->backend, "auto, cpu or cuda")
       ->transform(options::name_choice(backend_names()));
   cmd->add_flag("--quiet", opt->quiet, "no progress bar");
+  cmd->add_flag("--force", opt->force, "overwrite OUT if it exists");
   cmd->callback([opt] { run_dequantize(*opt); });
 }
 

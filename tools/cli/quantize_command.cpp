@@ -1,13 +1,15 @@
-// `mxq quantize IN OUT --format F`: quantizes the selected 2-D / 3-D float weights of a checkpoint
-// rowwise along their input dimension and writes a compressed-tensors checkpoint
+// `mxq quantize IN OUT --format F`: quantizes the selected 2-D float weights of a checkpoint
+// (selection.hpp) rowwise along their input dimension and writes a compressed-tensors checkpoint
 // (compressed_tensors.hpp); every other tensor is copied unchanged. Works shard by shard and
 // tensor by tensor: inputs are memory-mapped, one quantized tensor is held at a time.
 #include <CLI/CLI.hpp>
 
 #include <chrono>
 #include <cstdio>
+#include <algorithm>
+#include <limits>
+#include <map>
 #include <memory>
-#include <regex>
 #include <set>
 
 #include "backend_memory.hpp"
@@ -19,6 +21,7 @@
 #include "enum_names.hpp"
 #include "progress.hpp"
 #include "safetensors_writer.hpp"
+#include "selection.hpp"
 #include "sqnr.hpp"
 #include "table.hpp"
 #include "weight_codec.hpp"
@@ -26,34 +29,30 @@
 namespace mxq::cli {
 namespace {
 
-// Kept in bf16 by default, as quantization recipes do: embeddings, the LM head, MoE routers.
-constexpr const char* kDefaultExclude = R"((^|\.)(lm_head|embed_tokens|wte|wpe|router|gate)\.)";
-
 struct QuantizeOptions {
   std::string in, out;
   QuantSettings settings;
-  std::string include, exclude = kDefaultExclude;
+  std::string targets = kDefaultTargets, ignore = kDefaultIgnore;
+  std::vector<std::string> shared_scales;  // --shared-scale lists; empty: default_scale_groups()
   Backend backend = Backend::auto_;
-  bool quiet = false;
+  bool quiet = false, force = false, stats = true;
 };
 
-struct Selection {
-  std::regex include, exclude;
-  bool has_include = false, has_exclude = false;
-};
-
-Selection make_selection(const QuantizeOptions& opt) {
-  Selection s;
-  try {
-    s.has_include = !opt.include.empty();
-    s.has_exclude = !opt.exclude.empty();
-    if (s.has_include) s.include = std::regex(opt.include);
-    if (s.has_exclude) s.exclude = std::regex(opt.exclude);
-  } catch (const std::regex_error& e) {
-    throw CliError(kExitUsage, std::string("invalid --include/--exclude regex: ") + e.what());
-  }
-  return s;
+// Options whose checkpoint a loader would read wrongly, refused with the reason.
+void refuse_misread_settings(const QuantSettings& s) {
+  if (s.layout == ScaleLayout::blocked)
+    throw CliError(kExitUsage,
+                   "--scale-layout blocked: compressed-tensors loaders (vLLM, transformers) read "
+                   "scales as linear (rows, K/block) matrices and would misread the 128x4 tiles; "
+                   "swizzle the scales when loading instead (mxq.swizzle)");
+  if (s.format == Format::mxfp8_e5m2)
+    throw CliError(kExitUsage,
+                   "--format mxfp8_e5m2: compressed-tensors has no e5m2 MX format; loaders would "
+                   "read the codes as e4m3");
 }
+
+// The larger of two amaxes; NaN wins, as in the library's tensor amax.
+float nan_max(float a, float b) { return a != a || b != b ? std::numeric_limits<float>::quiet_NaN() : std::max(a, b); }
 
 // One input tensor's fate: quantized, or copied with the reason when it was a float matrix.
 struct Plan {
@@ -70,22 +69,14 @@ std::string module_of(const std::string& name) {
              : name;
 }
 
-std::vector<Plan> plan_shard(const st::SafetensorsView& view, const QuantizeOptions& opt,
+std::vector<Plan> plan_shard(const st::SafetensorsView& view, const QuantSettings& s,
                              const Selection& sel) {
   std::vector<Plan> plans;
   for (const st::TensorInfo& t : view.tensors()) {
-    Plan p{&t, false, ""};
+    Plan p{&t, false, sel.kept_reason(t, s.format)};
+    p.quantize = p.kept_reason.empty();
     const bool matrix = float_dtype(t.dtype) && (t.shape.size() == 2 || t.shape.size() == 3);
-    const std::string reason = unquantizable_reason(t, opt.settings.format);
-    if (sel.has_include && !std::regex_search(t.name, sel.include))
-      p.kept_reason = "not included";
-    else if (sel.has_exclude && std::regex_search(t.name, sel.exclude))
-      p.kept_reason = "excluded";
-    else if (!reason.empty())
-      p.kept_reason = reason;
-    else
-      p.quantize = true;
-    if (!matrix && !p.quantize) p.kept_reason.clear();  // biases, norms, integers: plain copies
+    if (!matrix || p.kept_reason == "bias or 1-D") p.kept_reason.clear();  // plain copies
     plans.push_back(p);
   }
   return plans;
@@ -109,25 +100,37 @@ std::vector<st::TensorSpec> output_specs(const std::vector<Plan>& plans, const Q
 }
 
 void run_quantize(const QuantizeOptions& opt) {
-  const Backend backend = resolve_backend(opt.backend);
-  const Selection sel = make_selection(opt);
-  const Checkpoint in(opt.in);
-  CheckpointOutput out(in, opt.out);
   const QuantSettings& s = opt.settings;
+  refuse_misread_settings(s);
+  const Backend backend = resolve_backend(opt.backend);
+  const Selection sel(opt.targets, opt.ignore);
+  std::vector<ScaleGroup> scale_groups;
+  for (const std::string& g : opt.shared_scales) scale_groups.push_back(parse_scale_group(g));
+  if (opt.shared_scales.empty()) scale_groups = default_scale_groups();
+  const Checkpoint in(opt.in);
+  CheckpointOutput out(in, opt.out, opt.force);
 
-  // A first pass over the headers: total bytes for the progress bar and the ignore list.
+  // A first pass over the headers: total bytes for the progress bar, the ignore list (the Linear
+  // modules kept) and, for nvfp4, the amax of each fused group over all its members and shards.
   int64_t total_bytes = 0, quantized_count = 0;
   std::vector<std::string> ignored;
+  std::map<std::string, float> group_amax;
   for (size_t i = 0; i < in.shard_names().size(); ++i) {
     const auto file = in.open_shard(i);
-    for (const Plan& p : plan_shard(file->view(), opt, sel)) {
+    for (const Plan& p : plan_shard(file->view(), s, sel)) {
       total_bytes += static_cast<int64_t>(p.tensor->bytes());
       quantized_count += p.quantize;
-      if (!p.kept_reason.empty()) ignored.push_back(module_of(p.tensor->name));
+      if (!p.kept_reason.empty() && p.tensor->shape.size() == 2) ignored.push_back(module_of(p.tensor->name));
+      const auto key = scale_group_key(p.tensor->name, scale_groups);
+      if (p.quantize && s.format == Format::nvfp4 && key) {
+        const float a = weight_amax(backend, *p.tensor, file->view().data(*p.tensor))[0];
+        auto [it, fresh] = group_amax.emplace(*key, a);
+        if (!fresh) it->second = nan_max(it->second, a);
+      }
     }
   }
   if (quantized_count == 0)
-    throw CliError(kExitFailure, "no tensor selected for quantization (check --include/--exclude)");
+    throw CliError(kExitFailure, "no tensor selected for quantization (check --targets/--ignore)");
   const nlohmann::json config = quantization_config(s, ignored);
 
   std::printf("mxq quantize: %s -> %s, format %s, scale rule %s, scale layout %s, backend %s\n",
@@ -143,7 +146,7 @@ void run_quantize(const QuantizeOptions& opt) {
   for (size_t i = 0; i < in.shard_names().size(); ++i) {
     const auto file = in.open_shard(i);
     const st::SafetensorsView& view = file->view();
-    const std::vector<Plan> plans = plan_shard(view, opt, sel);
+    const std::vector<Plan> plans = plan_shard(view, s, sel);
     const std::vector<st::TensorSpec> specs = output_specs(plans, s);
     for (const st::TensorSpec& spec : specs)
       if (!written_names.insert(spec.name).second)
@@ -166,7 +169,11 @@ void run_quantize(const QuantizeOptions& opt) {
           table.add({t.name, format_shape(t.shape), t.dtype, "kept: " + p.kept_reason,
                      std::to_string(t.bytes()), std::to_string(t.bytes()), "-"});
       } else {
-        const EncodedWeight w = encode_weight(backend, s, t, view.data(t));
+        const auto key = scale_group_key(t.name, scale_groups);
+        const auto shared = key ? group_amax.find(*key) : group_amax.end();
+        const EncodedWeight w = encode_weight(backend, s, t, view.data(t),
+                                              shared != group_amax.end() ? &shared->second : nullptr,
+                                              opt.stats);
         const QuantizedNames names = quantized_names(t.name, s.format);
         writer.write(names.data, w.data.data(), w.data.size());
         writer.write(names.scale, w.scales.data(), w.scales.size());
@@ -181,7 +188,8 @@ void run_quantize(const QuantizeOptions& opt) {
         bytes_before += static_cast<int64_t>(t.bytes());
         bytes_after += after;
         table.add({t.name, format_shape(t.shape), t.dtype, to_string(s.format),
-                   std::to_string(t.bytes()), std::to_string(after), format_db(w.sqnr_db)});
+                   std::to_string(t.bytes()), std::to_string(after),
+                   w.sqnr_db ? format_db(*w.sqnr_db) : "-"});
       }
       progress.advance(static_cast<int64_t>(t.bytes()), t.name);
     }
@@ -217,11 +225,20 @@ void register_quantize(CLI::App& app) {
   cmd->add_option("--scale-rule", opt->settings.rule, "E8M0 scale rule: rceil or floor")
       ->transform(options::name_choice(scale_rule_names()));
   cmd->add_option("--scale-layout", opt->settings.layout,
-                  "scales as stored: linear (what loaders read) or blocked (128x4 swizzle)")
+                  "scales as stored: linear, what loaders read (blocked is refused: loaders would "
+                  "misread it)")
       ->transform(options::name_choice(scale_layout_names()));
-  cmd->add_option("--include", opt->include, "quantize only tensors whose name matches (regex)");
-  cmd->add_option("--exclude", opt->exclude, "never quantize tensors whose name matches (regex)")
+  cmd->add_option("--targets", opt->targets,
+                  "quantize tensors whose name matches (regex; 2-D weights only)")
       ->capture_default_str();
+  cmd->add_option("--ignore", opt->ignore, "never quantize tensors whose name matches (regex)")
+      ->capture_default_str();
+  cmd->add_option("--shared-scale", opt->shared_scales,
+                  "nvfp4: modules under one parent that share a global scale, comma-separated "
+                  "(repeatable; replaces the defaults q_proj,k_proj,v_proj gate_proj,up_proj w1,w3 "
+                  "q_a_proj,kv_a_proj_with_mqa)");
+  cmd->add_flag("--force", opt->force, "overwrite OUT if it exists");
+  cmd->add_flag("!--no-stats", opt->stats, "skip the SQNR of each weight (a second pass over it)");
   cmd->add_option("--backend", opt->backend, "auto, cpu or cuda")
       ->transform(options::name_choice(backend_names()));
   cmd->add_flag("--quiet", opt->quiet, "no progress bar");

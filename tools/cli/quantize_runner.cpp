@@ -16,6 +16,7 @@ Quantized quantize_on(Backend backend, const QuantizeJob& job) {
   args.input = job.input;
   args.params = job.params;
   args.groups = job.groups;
+  args.tensor_amax = job.tensor_amax;
   args.backend = backend;
 
   Quantized q;

@@ -14,6 +14,7 @@ struct QuantizeJob {
   TensorView input;
   QuantizeParams params;
   QuantizeGroups groups;
+  const float* tensor_amax = nullptr;  // nvfp4: [batch] in backend memory; null: computed
 };
 
 struct Quantized {

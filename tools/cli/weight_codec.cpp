@@ -98,12 +98,28 @@ std::string unquantizable_reason(const st::TensorInfo& t, Format format) {
   return "";
 }
 
+std::vector<float> weight_amax(Backend backend, const st::TensorInfo& t, const uint8_t* bytes) {
+  const TensorView v = view_of(t.shape, *float_dtype(t.dtype), nullptr);
+  Staged input = stage(backend, bytes, t.bytes());
+  BackendBuffer out(backend, v.batch * sizeof(float));
+  TensorView staged = v;
+  staged.data = input.ptr;
+  check(tensor_amax(staged, out.as<float>(), backend), "tensor_amax");
+  return out.download_all<float>();
+}
+
 EncodedWeight encode_weight(Backend backend, const QuantSettings& s, const st::TensorInfo& t,
-                            const uint8_t* bytes) {
+                            const uint8_t* bytes, const float* tensor_amax, bool stats) {
   const DType dtype = *float_dtype(t.dtype);
   Staged input = stage(backend, bytes, t.bytes());
   QuantizeJob job{view_of(t.shape, dtype, input.ptr),
                   QuantizeParams{s.format, s.rule, s.layout, Direction::rowwise}, {}};
+  BackendBuffer amax;
+  if (tensor_amax) {
+    amax = BackendBuffer(backend, job.input.batch * sizeof(float));
+    amax.upload(tensor_amax, job.input.batch * sizeof(float));
+    job.tensor_amax = amax.as<float>();
+  }
   const Quantized q = quantize_on(backend, job);
 
   // The checkpoint's shapes and the library's sizes are two statements of one layout.
@@ -116,6 +132,7 @@ EncodedWeight encode_weight(Backend backend, const QuantSettings& s, const st::T
   w.data = q.row_data.download_all<uint8_t>();
   w.scales = q.row_scales.download_all<uint8_t>();
   if (s.format == Format::nvfp4) w.global_scale = q.s_enc.download_all<float>();
+  if (!stats) return w;
 
   Sqnr sqnr;
   decode_rowwise(backend, s, job.input, static_cast<const uint8_t*>(q.row_data.data()),

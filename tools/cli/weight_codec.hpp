@@ -25,11 +25,17 @@ std::string unquantizable_reason(const st::TensorInfo& t, Format format);
 struct EncodedWeight {
   std::vector<uint8_t> data, scales;
   std::vector<float> global_scale;  // nvfp4: the encode scale per expert (compressed-tensors)
-  double sqnr_db = 0;
+  std::optional<double> sqnr_db;    // with stats only
   double seconds = 0;  // quantize call alone
 };
+// `tensor_amax` (nvfp4, optional): one float per batch on the host, the amax the global scale is
+// derived from (shared by a fused group); null: the weight's own. `stats`: also the SQNR of the
+// round trip (a second pass over the weight).
 EncodedWeight encode_weight(Backend backend, const QuantSettings& s, const st::TensorInfo& t,
-                            const uint8_t* bytes);
+                            const uint8_t* bytes, const float* tensor_amax, bool stats);
+
+// max |x| of each batch of a float weight (1 float for 2-D), as the library finds it.
+std::vector<float> weight_amax(Backend backend, const st::TensorInfo& t, const uint8_t* bytes);
 
 // The stored tensors of one quantized weight.
 struct StoredWeight {
