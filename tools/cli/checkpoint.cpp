@@ -24,6 +24,22 @@ bool is_plain_file_name(const std::string& name) {
 
 }  // namespace
 
+nlohmann::json model_config(const Checkpoint& checkpoint) {
+  const std::string path = checkpoint.directory() + "/config.json";
+  if (!checkpoint.is_directory() || !is_regular_file(path)) return nlohmann::json::object();
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json config;
+  try {
+    config = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::exception& e) {
+    throw SafetensorsError(path + ": not valid JSON: " + e.what());
+  }
+  if (!config.is_object()) throw SafetensorsError(path + ": not a JSON object");
+  return config;
+}
+
 bool path_is_directory(const std::string& path) {
   struct stat s {};
   return ::stat(path.c_str(), &s) == 0 && S_ISDIR(s.st_mode);

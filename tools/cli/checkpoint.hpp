@@ -39,4 +39,8 @@ class Checkpoint {
 
 bool path_is_directory(const std::string& path);
 
+// The checkpoint directory's config.json (an empty object for a single file or when there is
+// none); throws SafetensorsError when it is not a JSON object.
+nlohmann::json model_config(const Checkpoint& checkpoint);
+
 }  // namespace mxq::cli

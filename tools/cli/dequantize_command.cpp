@@ -1,6 +1,6 @@
 // `mxq dequantize IN OUT`: the inverse of `mxq quantize`: every quantized weight (found through the
-// settings recorded in the metadata) becomes a bf16 tensor of its original name and shape; every
-// other tensor is copied. Weights are dequantized in bounded pieces straight into the output.
+// settings recorded in the metadata, or gpt-oss MXFP4 experts of any gpt-oss checkpoint) becomes a
+// bf16 tensor of its original name and shape; every other tensor is copied. Weights are dequantized in bounded pieces straight into the output.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "compressed_tensors.hpp"
 #include "enum_names.hpp"
+#include "gpt_oss.hpp"
 #include "progress.hpp"
 #include "safetensors_writer.hpp"
 #include "table.hpp"
@@ -37,9 +38,29 @@ QuantSettings settings_of(const st::SafetensorsFile& file) {
   return *s;
 }
 
+// A weight stored in either layout, and how to decode it.
+struct Found {
+  StoredWeight weight;
+  bool gpt_oss = false;
+};
+
+std::vector<Found> stored_weights(const st::SafetensorsView& view, const std::optional<QuantSettings>& s) {
+  std::vector<Found> found;
+  for (const st::TensorInfo& t : view.tensors()) {
+    if (auto w = gpt_oss::find_stored_weight(view, t))
+      found.push_back({*w, true});
+    else if (s)
+      if (auto c = find_stored_weight(view, t, *s)) found.push_back({*c, false});
+  }
+  return found;
+}
+
 void run_dequantize(const DequantizeOptions& opt) {
   const Backend backend = resolve_backend(opt.backend);
   const Checkpoint in(opt.in);
+  // gpt-oss MXFP4 checkpoints (mxq's or others') say so in config.json; compressed-tensors ones
+  // written by mxq carry their settings in each shard's metadata.
+  const bool gpt_oss_checkpoint = gpt_oss::is_mxfp4_checkpoint(model_config(in));
   CheckpointOutput out(in, opt.out, opt.force);
   Table table({"tensor", "shape", "from", "bytes before", "bytes after"});
   int64_t weights = 0, copied = 0;
@@ -47,25 +68,23 @@ void run_dequantize(const DequantizeOptions& opt) {
   for (size_t i = 0; i < in.shard_names().size(); ++i) {
     const auto file = in.open_shard(i);
     const st::SafetensorsView& view = file->view();
-    const QuantSettings s = settings_of(*file);
+    const std::optional<QuantSettings> s =
+        gpt_oss_checkpoint ? settings_from_metadata(view.metadata()) : std::optional(settings_of(*file));
 
-    std::vector<StoredWeight> stored;
+    const std::vector<Found> stored = stored_weights(view, s);
     std::set<std::string> consumed;  // scales and global scales of a stored weight
-    for (const st::TensorInfo& t : view.tensors()) {
-      if (auto w = find_stored_weight(view, t, s)) {
-        consumed.insert(w->scale->name);
-        if (w->global_scale) consumed.insert(w->global_scale->name);
-        stored.push_back(*w);
-      }
+    for (const Found& f : stored) {
+      consumed.insert(f.weight.scale->name);
+      if (f.weight.global_scale) consumed.insert(f.weight.global_scale->name);
     }
     std::vector<st::TensorSpec> specs;
-    std::vector<const StoredWeight*> weight_of_spec;
+    std::vector<const Found*> weight_of_spec;
     size_t next_weight = 0;
     for (const st::TensorInfo& t : view.tensors()) {
-      if (next_weight < stored.size() && stored[next_weight].data == &t) {
-        const StoredWeight& w = stored[next_weight++];
-        specs.push_back({w.name, "BF16", w.shape});
-        weight_of_spec.push_back(&w);
+      if (next_weight < stored.size() && stored[next_weight].weight.data == &t) {
+        const Found& f = stored[next_weight++];
+        specs.push_back({f.weight.name, "BF16", f.weight.shape});
+        weight_of_spec.push_back(&f);
       } else if (!consumed.count(t.name)) {
         specs.push_back({t.name, t.dtype, t.shape});
         weight_of_spec.push_back(nullptr);
@@ -81,15 +100,19 @@ void run_dequantize(const DequantizeOptions& opt) {
     for (size_t k = 0; k < specs.size(); ++k) {
       const st::TensorSpec& spec = specs[k];
       out.add_to_index(spec.name, i, spec.bytes());
-      if (const StoredWeight* w = weight_of_spec[k]) {
-        decode_weight(backend, s, view, *w, DType::bf16,
-                      [&](const void* values, int64_t, int64_t count) {
-                        writer.write(spec.name, values, static_cast<uint64_t>(count) * 2);
-                      });
+      if (const Found* f = weight_of_spec[k]) {
+        const StoredWeight* w = &f->weight;
+        const ChunkVisitor write = [&](const void* values, int64_t, int64_t count) {
+          writer.write(spec.name, values, static_cast<uint64_t>(count) * 2);
+        };
+        if (f->gpt_oss)
+          gpt_oss::decode(backend, view, *w, DType::bf16, write);
+        else
+          decode_weight(backend, *s, view, *w, DType::bf16, write);
         writer.write(spec.name, nullptr, 0);  // an empty weight is still written
         const uint64_t before = w->data->bytes() + w->scale->bytes() +
                                 (w->global_scale ? w->global_scale->bytes() : 0);
-        table.add({spec.name, format_shape(spec.shape), to_string(s.format),
+        table.add({spec.name, format_shape(spec.shape), f->gpt_oss ? "mxfp4 (gpt-oss blocks)" : to_string(s->format),
                    std::to_string(before), std::to_string(spec.bytes())});
         ++weights;
       } else {

@@ -19,6 +19,7 @@
 #include "commands.hpp"
 #include "compressed_tensors.hpp"
 #include "enum_names.hpp"
+#include "gpt_oss.hpp"
 #include "progress.hpp"
 #include "safetensors_writer.hpp"
 #include "selection.hpp"
@@ -61,6 +62,10 @@ struct Plan {
   std::string kept_reason;  // non-empty for float 2-D/3-D tensors left as they are
 };
 
+// Where the quantized weights go: compressed-tensors (Linear weights), or gpt-oss's own MXFP4
+// layout for its fused experts (a gpt-oss checkpoint quantized to mxfp4).
+enum class Layout { compressed_tensors, gpt_oss };
+
 std::string module_of(const std::string& name) {
   const std::string suffix = ".weight";
   return name.size() > suffix.size() &&
@@ -70,10 +75,10 @@ std::string module_of(const std::string& name) {
 }
 
 std::vector<Plan> plan_shard(const st::SafetensorsView& view, const QuantSettings& s,
-                             const Selection& sel) {
+                             const Selection& sel, Layout layout) {
   std::vector<Plan> plans;
   for (const st::TensorInfo& t : view.tensors()) {
-    Plan p{&t, false, sel.kept_reason(t, s.format)};
+    Plan p{&t, false, layout == Layout::gpt_oss ? gpt_oss::kept_reason(t) : sel.kept_reason(t, s.format)};
     p.quantize = p.kept_reason.empty();
     const bool matrix = float_dtype(t.dtype) && (t.shape.size() == 2 || t.shape.size() == 3);
     if (!matrix || p.kept_reason == "bias or 1-D") p.kept_reason.clear();  // plain copies
@@ -82,12 +87,18 @@ std::vector<Plan> plan_shard(const st::SafetensorsView& view, const QuantSetting
   return plans;
 }
 
-std::vector<st::TensorSpec> output_specs(const std::vector<Plan>& plans, const QuantSettings& s) {
+std::vector<st::TensorSpec> output_specs(const std::vector<Plan>& plans, const QuantSettings& s,
+                                         Layout layout) {
   std::vector<st::TensorSpec> specs;
   for (const Plan& p : plans) {
     const st::TensorInfo& t = *p.tensor;
     if (!p.quantize) {
       specs.push_back({t.name, t.dtype, t.shape});
+      continue;
+    }
+    if (layout == Layout::gpt_oss) {
+      specs.push_back({gpt_oss::blocks_name(t.name), "U8", gpt_oss::blocks_shape(t.shape)});
+      specs.push_back({gpt_oss::scales_name(t.name), "U8", gpt_oss::scales_shape(t.shape)});
       continue;
     }
     const QuantizedNames names = quantized_names(t.name, s.format);
@@ -108,6 +119,9 @@ void run_quantize(const QuantizeOptions& opt) {
   for (const std::string& g : opt.shared_scales) scale_groups.push_back(parse_scale_group(g));
   if (opt.shared_scales.empty()) scale_groups = default_scale_groups();
   const Checkpoint in(opt.in);
+  const Layout layout = gpt_oss::is_gpt_oss(model_config(in)) && s.format == Format::mxfp4
+                            ? Layout::gpt_oss
+                            : Layout::compressed_tensors;
   CheckpointOutput out(in, opt.out, opt.force);
 
   // A first pass over the headers: total bytes for the progress bar, the ignore list (the Linear
@@ -117,7 +131,7 @@ void run_quantize(const QuantizeOptions& opt) {
   std::map<std::string, float> group_amax;
   for (size_t i = 0; i < in.shard_names().size(); ++i) {
     const auto file = in.open_shard(i);
-    for (const Plan& p : plan_shard(file->view(), s, sel)) {
+    for (const Plan& p : plan_shard(file->view(), s, sel, layout)) {
       total_bytes += static_cast<int64_t>(p.tensor->bytes());
       quantized_count += p.quantize;
       if (!p.kept_reason.empty() && p.tensor->shape.size() == 2) ignored.push_back(module_of(p.tensor->name));
@@ -131,11 +145,13 @@ void run_quantize(const QuantizeOptions& opt) {
   }
   if (quantized_count == 0)
     throw CliError(kExitFailure, "no tensor selected for quantization (check --targets/--ignore)");
-  const nlohmann::json config = quantization_config(s, ignored);
+  const nlohmann::json config =
+      layout == Layout::gpt_oss ? gpt_oss::quantization_config() : quantization_config(s, ignored);
 
-  std::printf("mxq quantize: %s -> %s, format %s, scale rule %s, scale layout %s, backend %s\n",
+  std::printf("mxq quantize: %s -> %s, format %s, scale rule %s, scale layout %s, backend %s, %s\n",
               opt.in.c_str(), opt.out.c_str(), to_string(s.format), to_string(s.rule),
-              to_string(s.layout), to_string(backend));
+              to_string(s.layout), to_string(backend),
+              layout == Layout::gpt_oss ? "gpt-oss MXFP4 experts" : "compressed-tensors");
   Table table({"tensor", "shape", "dtype", "format", "bytes before", "bytes after", "SQNR dB"});
   Progress progress(total_bytes, !opt.quiet);
   Sqnr overall;
@@ -146,8 +162,8 @@ void run_quantize(const QuantizeOptions& opt) {
   for (size_t i = 0; i < in.shard_names().size(); ++i) {
     const auto file = in.open_shard(i);
     const st::SafetensorsView& view = file->view();
-    const std::vector<Plan> plans = plan_shard(view, s, sel);
-    const std::vector<st::TensorSpec> specs = output_specs(plans, s);
+    const std::vector<Plan> plans = plan_shard(view, s, sel, layout);
+    const std::vector<st::TensorSpec> specs = output_specs(plans, s, layout);
     for (const st::TensorSpec& spec : specs)
       if (!written_names.insert(spec.name).second)
         throw CliError(kExitBadInput, "output tensor '" + spec.name +
@@ -168,6 +184,17 @@ void run_quantize(const QuantizeOptions& opt) {
         if (!p.kept_reason.empty())
           table.add({t.name, format_shape(t.shape), t.dtype, "kept: " + p.kept_reason,
                      std::to_string(t.bytes()), std::to_string(t.bytes()), "-"});
+      } else if (layout == Layout::gpt_oss) {
+        const gpt_oss::Encoded w = gpt_oss::encode(backend, s.rule, t, view.data(t), opt.stats);
+        writer.write(gpt_oss::blocks_name(t.name), w.blocks.data(), w.blocks.size());
+        writer.write(gpt_oss::scales_name(t.name), w.scales.data(), w.scales.size());
+        out.add_to_index(gpt_oss::blocks_name(t.name), i, w.blocks.size());
+        out.add_to_index(gpt_oss::scales_name(t.name), i, w.scales.size());
+        const int64_t after = static_cast<int64_t>(w.blocks.size() + w.scales.size());
+        bytes_before += static_cast<int64_t>(t.bytes());
+        bytes_after += after;
+        table.add({t.name, format_shape(t.shape), t.dtype, "mxfp4 (gpt-oss blocks)", std::to_string(t.bytes()),
+                   std::to_string(after), w.sqnr_db ? format_db(*w.sqnr_db) : "-"});
       } else {
         const auto key = scale_group_key(t.name, scale_groups);
         const auto shared = key ? group_amax.find(*key) : group_amax.end();
