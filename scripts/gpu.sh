@@ -70,14 +70,16 @@ fi
 
 # The Python package as users install it (pip, libmxq inside it: the one built here, the native
 # torch operators built against this machine's torch), then every Python test against that install
-# (byte equality with the CPU backend, opcheck, torch.compile, CUDA graphs), the MoE layer example
+# (byte equality with the CPU backend, opcheck, torch.compile, CUDA graphs, transformers loading
+# what the mxq command wrote), the MoE layer example
 # (exit 77: an op it needs is unsupported) and the host-cost benchmark.
 PY_SITE="$(cd "$BUILD" && pwd)/python-site"
 install_python() {
   rm -rf "$PY_SITE" && MXQ_LIBMXQ="$(cd "$BUILD" && pwd)/src/libmxq.so" python3 -m pip install \
     --no-build-isolation --no-deps --no-index --target "$PY_SITE" ./python
 }
-py_env=(env PYTHONPATH="$PY_SITE" MXQ_TEST_INSTALLED=1 PYTHONUNBUFFERED=1)
+py_env=(env PYTHONPATH="$PY_SITE" MXQ_TEST_INSTALLED=1 MXQ_CLI="$(cd "$BUILD" && pwd)/tools/cli/mxq"
+        PYTHONUNBUFFERED=1)
 moe_example() {
   "${py_env[@]}" python3 examples/moe_mxfp8_layer.py
   local rc=$?

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Packs a CUDA build's GPU programs for scripts/gpu.sh on another machine (MXQ_GPU_PREBUILT=FILE):
-# the library, the GPU test programs, mxq_bench and the ctest files, stripped, in the build tree's
-# layout, xz-compressed (about 27 MB for sm_90a). A GPU machine lent for minutes then skips the
+# the library, the GPU test programs, mxq_bench, the mxq command and the ctest files, stripped, in
+# the build tree's layout, xz-compressed (about 22 MB for sm_90a). A GPU machine lent for minutes then skips the
 # build (311 s on the 16 cores of the session-26 H200), and the package fits a device call's
 # 64 MiB of carried files.
 #   usage: scripts/pack_gpu_build.sh BUILD OUT.tar.xz
@@ -21,7 +21,7 @@ trap 'rm -rf "$tmp"' EXIT
   cd "$BUILD"
   # Programs only (no object folders), the library's symlinks kept, every ctest file and the test
   # lists they include (gtest discovery's, for the CPU programs left out).
-  files=(src/libmxq.so* bench/mxq_bench)
+  files=(src/libmxq.so* bench/mxq_bench tools/cli/mxq)
   for f in tests/test_cuda_* bench/test_cuda_*; do [ -f "$f" ] && files+=("$f"); done
   while IFS= read -r f; do files+=("$f"); done < <(find . -name CTestTestfile.cmake -o -name '*_include.cmake' -o \
     -name '*_tests.cmake' | sed 's|^\./||')
