@@ -240,6 +240,41 @@ TEST(SharedScale, FusedGroupsShareTheirNvfp4GlobalScale) {
   EXPECT_EQ(run_mxq("quantize " + root + " " + dir / "d --format nvfp4 --shared-scale q_proj").exit_code, 2);
 }
 
+// A compressed-tensors checkpoint from another tool carries no mxq metadata: its config.json says
+// what it holds, and it reads as the same checkpoint with the metadata.
+TEST(Reading, CompressedTensorsWithoutMxqMetadata) {
+  ScratchDir dir;
+  write_sharded(dir, "in");
+  ASSERT_EQ(run_mxq("quantize " + dir / "in " + dir / "q --format mxfp4 --no-stats").exit_code, 0);
+  const std::string plain = dir / "plain";
+  ASSERT_EQ(::mkdir(plain.c_str(), 0755), 0);
+  for (const char* other : {"model.safetensors.index.json", "config.json"})
+    write_text(plain + "/" + other, read_json(dir / "q/" + other).dump());
+  for (const char* shard : {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}) {
+    st::SafetensorsFile q(dir / "q/" + shard);
+    std::vector<Tensor> tensors;
+    for (const auto& t : q.view().tensors())
+      tensors.push_back({t.name, t.dtype, t.shape, std::vector<uint8_t>(q.view().data(t), q.view().data(t) + t.bytes())});
+    write_checkpoint(plain + "/" + shard, tensors, {{"format", "pt"}});
+  }
+  const RunResult inspect = run_mxq("inspect " + plain);
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.output;
+  EXPECT_NE(inspect.output.find("mxfp4 data of layers.0.q.weight"), std::string::npos) << inspect.output;
+  ASSERT_EQ(run_mxq("dequantize " + dir / "q " + dir / "d1").exit_code, 0);
+  const RunResult d = run_mxq("dequantize " + plain + " " + dir / "d2");
+  ASSERT_EQ(d.exit_code, 0) << d.output;
+  for (const char* shard : {"model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors"}) {
+    st::SafetensorsFile a(dir / "d1/" + shard), b(dir / "d2/" + shard);
+    ASSERT_EQ(a.view().tensors().size(), b.view().tensors().size());
+    for (const auto& t : a.view().tensors()) {
+      const st::TensorInfo* u = b.view().find(t.name);
+      ASSERT_NE(u, nullptr) << t.name;
+      EXPECT_EQ(u->shape, t.shape);
+      EXPECT_EQ(std::memcmp(a.view().data(t), b.view().data(*u), t.bytes()), 0) << t.name;
+    }
+  }
+}
+
 // An existing output is refused unless --force; a special file never.
 TEST(Output, ExistingOutputNeedsForce) {
   ScratchDir dir;
@@ -278,7 +313,7 @@ TEST(Errors, ExitCodesAndMessages) {
       {"quantize " + dir / "missing.safetensors " + out + " --format mxfp8", 3, "no such file"},
       {"quantize " + in + " " + in + " --format mxfp8", 2, "must differ from the input"},
       {"quantize " + in + " " + dir.path() + " --format mxfp8", 2, "is a directory"},
-      {"dequantize " + in + " " + out, 3, "not an mxq-quantized checkpoint"},
+      {"dequantize " + in + " " + out, 3, "not a quantized checkpoint mxq reads"},
       {"inspect " + dir / "missing.safetensors", 3, "no such file"},
       {"inspect " + in + " --stats " + dir / "missing.safetensors", 3, "no such file"},
   };

@@ -73,6 +73,11 @@ TEST(GptOss, FusedExpertsInTheLoadersMxfp4Layout) {
   for (const char* kept : {"mlp.experts.gate_up_proj_bias", "mlp.router.weight", "self_attn.q_proj.weight"})
     EXPECT_EQ(v.find(L + kept)->dtype, "BF16") << kept;
 
+  const RunResult inspect = run_mxq("inspect " + dir / "q --stats " + root);
+  ASSERT_EQ(inspect.exit_code, 0) << inspect.output;
+  EXPECT_NE(inspect.output.find("gpt-oss mxfp4 blocks of " + L + "mlp.experts.down_proj"), std::string::npos)
+      << inspect.output;
+
   const RunResult d = run_mxq("dequantize " + dir / "q " + dir / "d --backend cpu");
   ASSERT_EQ(d.exit_code, 0) << d.output;
   EXPECT_EQ(read_json(dir / "d/config.json").count("quantization_config"), 0u);

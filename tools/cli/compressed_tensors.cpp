@@ -114,4 +114,17 @@ std::optional<QuantSettings> settings_from_metadata(const std::map<std::string, 
   return QuantSettings{*format, *rule, *layout};
 }
 
+std::optional<QuantSettings> settings_from_config(const nlohmann::json& config) {
+  if (!config.is_object() || !config.contains("quantization_config")) return std::nullopt;
+  const nlohmann::json& q = config["quantization_config"];
+  if (!q.is_object() || q.value("quant_method", "") != "compressed-tensors" || !q.contains("format") ||
+      !q["format"].is_string())
+    return std::nullopt;
+  const std::string format = q["format"];
+  if (format == "mxfp8-quantized") return QuantSettings{Format::mxfp8, ScaleRule::rceil, ScaleLayout::linear};
+  if (format == "mxfp4-pack-quantized") return QuantSettings{Format::mxfp4, ScaleRule::rceil, ScaleLayout::linear};
+  if (format == "nvfp4-pack-quantized") return QuantSettings{Format::nvfp4, ScaleRule::rceil, ScaleLayout::linear};
+  return std::nullopt;
+}
+
 }  // namespace mxq::cli

@@ -46,4 +46,9 @@ nlohmann::json quantization_config(const QuantSettings& s, const std::vector<std
 std::map<std::string, std::string> settings_metadata(const QuantSettings& s);
 std::optional<QuantSettings> settings_from_metadata(const std::map<std::string, std::string>& m);
 
+// The settings of a compressed-tensors checkpoint written by any tool, from config.json: one
+// config group of an MX or NVFP4 float format with linear scales (the scale rule only matters when
+// encoding, so rceil stands in). Nothing for other quantization configs.
+std::optional<QuantSettings> settings_from_config(const nlohmann::json& config);
+
 }  // namespace mxq::cli

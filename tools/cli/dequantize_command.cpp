@@ -29,13 +29,14 @@ struct DequantizeOptions {
   bool quiet = false, force = false;
 };
 
-QuantSettings settings_of(const st::SafetensorsFile& file) {
-  const auto s = settings_from_metadata(file.view().metadata());
-  if (!s)
-    throw CliError(kExitBadInput, file.path() +
-                                      ": not an mxq-quantized checkpoint (no valid mxq_format, "
-                                      "mxq_scale_rule, mxq_scale_layout metadata)");
-  return *s;
+// mxq's own record in the shard's metadata, else a standard compressed-tensors config.json.
+QuantSettings settings_of(const st::SafetensorsFile& file, const nlohmann::json& config) {
+  if (auto s = settings_from_metadata(file.view().metadata())) return *s;
+  if (auto s = settings_from_config(config)) return *s;
+  throw CliError(kExitBadInput, file.path() +
+                                    ": not a quantized checkpoint mxq reads (no mxq metadata, and "
+                                    "config.json holds no compressed-tensors mxfp8 / mxfp4 / nvfp4 or "
+                                    "gpt-oss mxfp4 quantization_config)");
 }
 
 // A weight stored in either layout, and how to decode it.
@@ -60,7 +61,8 @@ void run_dequantize(const DequantizeOptions& opt) {
   const Checkpoint in(opt.in);
   // gpt-oss MXFP4 checkpoints (mxq's or others') say so in config.json; compressed-tensors ones
   // written by mxq carry their settings in each shard's metadata.
-  const bool gpt_oss_checkpoint = gpt_oss::is_mxfp4_checkpoint(model_config(in));
+  const nlohmann::json config = model_config(in);
+  const bool gpt_oss_checkpoint = gpt_oss::is_mxfp4_checkpoint(config);
   CheckpointOutput out(in, opt.out, opt.force);
   Table table({"tensor", "shape", "from", "bytes before", "bytes after"});
   int64_t weights = 0, copied = 0;
@@ -69,7 +71,7 @@ void run_dequantize(const DequantizeOptions& opt) {
     const auto file = in.open_shard(i);
     const st::SafetensorsView& view = file->view();
     const std::optional<QuantSettings> s =
-        gpt_oss_checkpoint ? settings_from_metadata(view.metadata()) : std::optional(settings_of(*file));
+        gpt_oss_checkpoint ? settings_from_metadata(view.metadata()) : std::optional(settings_of(*file, config));
 
     const std::vector<Found> stored = stored_weights(view, s);
     std::set<std::string> consumed;  // scales and global scales of a stored weight
@@ -136,7 +138,7 @@ void run_dequantize(const DequantizeOptions& opt) {
 void register_dequantize(CLI::App& app) {
   auto opt = std::make_shared<DequantizeOptions>();
   CLI::App* cmd =
-      app.add_subcommand("dequantize", "Dequantize an mxq-quantized checkpoint back to bf16");
+      app.add_subcommand("dequantize", "Dequantize a quantized checkpoint (mxq's, compressed-tensors, gpt-oss MXFP4) to bf16");
   cmd->add_option("IN", opt->in, "quantized .safetensors file or checkpoint directory")->required();
   cmd->add_option("OUT", opt->out, "output file or directory")->required();
   cmd->add_option("--backend", opt->backend, "auto, cpu or cuda")

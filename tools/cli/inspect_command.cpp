@@ -14,6 +14,7 @@
 #include "commands.hpp"
 #include "compressed_tensors.hpp"
 #include "enum_names.hpp"
+#include "gpt_oss.hpp"
 #include "sqnr.hpp"
 #include "table.hpp"
 #include "weight_codec.hpp"
@@ -53,16 +54,26 @@ class Reference {
   std::map<std::string, std::pair<const st::SafetensorsFile*, const st::TensorInfo*>> by_name_;
 };
 
-std::string stats_of_weight(Backend backend, const QuantSettings& s, const st::SafetensorsView& view,
-                            const StoredWeight& w, const Reference& ref) {
+// A stored weight of either layout: compressed-tensors (with its settings) or gpt-oss MXFP4.
+struct Found {
+  StoredWeight weight;
+  std::optional<QuantSettings> settings;  // empty: gpt-oss MXFP4
+};
+
+std::string stats_of_weight(Backend backend, const st::SafetensorsView& view, const Found& f, const Reference& ref) {
+  const StoredWeight& w = f.weight;
   const uint8_t* ref_bytes = nullptr;
   const st::TensorInfo* r = ref.find(w.name, w.shape, &ref_bytes);
   if (!r) return "no reference";
   const DType dtype = *float_dtype(r->dtype);
   Sqnr sqnr;
-  decode_weight(backend, s, view, w, DType::fp32, [&](const void* v, int64_t offset, int64_t n) {
+  const ChunkVisitor add = [&](const void* v, int64_t offset, int64_t n) {
     sqnr.add(ref_bytes + offset * dtype_size(dtype), dtype, static_cast<const float*>(v), n);
-  });
+  };
+  if (f.settings)
+    decode_weight(backend, *f.settings, view, w, DType::fp32, add);
+  else
+    gpt_oss::decode(backend, view, w, DType::fp32, add);
   return format_db(sqnr.db());
 }
 
@@ -103,6 +114,7 @@ void print_settings(const st::SafetensorsView& view) {
 
 void run_inspect(const InspectOptions& opt) {
   const Checkpoint in(opt.file);
+  const nlohmann::json config = model_config(in);
   std::unique_ptr<Reference> ref;
   Backend backend = Backend::cpu;
   if (!opt.reference.empty()) {
@@ -121,17 +133,20 @@ void run_inspect(const InspectOptions& opt) {
                 view.tensors().size(), static_cast<unsigned long long>(view.header_bytes()));
     print_settings(view);
 
-    const auto s = settings_from_metadata(view.metadata());
+    auto s = settings_from_metadata(view.metadata());
+    if (!s) s = settings_from_config(config);
     std::map<std::string, std::string> role;
-    std::map<std::string, StoredWeight> weights;
-    if (s) {
-      for (const st::TensorInfo& t : view.tensors()) {
-        if (auto w = find_stored_weight(view, t, *s)) {
-          role[t.name] = std::string(to_string(s->format)) + " data of " + w->name;
-          role[w->scale->name] = "scales of " + w->name;
-          if (w->global_scale) role[w->global_scale->name] = "global scale of " + w->name;
-          weights.emplace(t.name, *w);
-        }
+    std::map<std::string, Found> weights;
+    for (const st::TensorInfo& t : view.tensors()) {
+      if (auto w = gpt_oss::find_stored_weight(view, t)) {
+        role[t.name] = "gpt-oss mxfp4 blocks of " + w->name;
+        role[w->scale->name] = "scales of " + w->name;
+        weights.emplace(t.name, Found{*w, std::nullopt});
+      } else if (auto c = s ? find_stored_weight(view, t, *s) : std::nullopt) {
+        role[t.name] = std::string(to_string(s->format)) + " data of " + c->name;
+        role[c->scale->name] = "scales of " + c->name;
+        if (c->global_scale) role[c->global_scale->name] = "global scale of " + c->name;
+        weights.emplace(t.name, Found{*c, s});
       }
     }
     Table table(header);
@@ -141,7 +156,7 @@ void run_inspect(const InspectOptions& opt) {
                                       std::to_string(t.bytes()), r == role.end() ? "" : r->second};
       if (ref) {
         const auto w = weights.find(t.name);
-        row.push_back(w != weights.end() ? stats_of_weight(backend, *s, view, w->second, *ref)
+        row.push_back(w != weights.end() ? stats_of_weight(backend, view, w->second, *ref)
                       : r == role.end()  ? stats_of_plain(view, t, *ref)
                                          : "");
       }
