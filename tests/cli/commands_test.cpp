@@ -284,7 +284,16 @@ TEST(Output, ExistingOutputNeedsForce) {
   const RunResult again = run_mxq(q);
   EXPECT_EQ(again.exit_code, 2);
   EXPECT_NE(again.output.find("exists; give --force"), std::string::npos) << again.output;
-  EXPECT_EQ(run_mxq(q + " --force").exit_code, 0);
+  EXPECT_EQ(run_mxq(q + " --force --json " + dir / "summary.json").exit_code, 0);
+  const nlohmann::json summary = read_json(dir / "summary.json");
+  EXPECT_EQ(summary["format"], "mxfp8");
+  EXPECT_EQ(summary["layout"], "compressed-tensors");
+  EXPECT_EQ(summary["quantized"], 1);
+  ASSERT_EQ(summary["tensors"].size(), 1u);
+  EXPECT_EQ(summary["tensors"][0]["name"], "a.weight");
+  EXPECT_EQ(summary["tensors"][0]["shape"], nlohmann::json::array({8, 64}));
+  EXPECT_EQ(summary["tensors"][0]["bytes_after"], 8 * 64 + 8 * 2);
+  EXPECT_GT(summary["tensors"][0]["sqnr_db"].get<double>(), 28.0);
   const RunResult special = run_mxq("quantize " + dir / "in.safetensors /dev/null --format mxfp8 --force");
   EXPECT_EQ(special.exit_code, 2);
   EXPECT_NE(special.output.find("not a regular file or directory"), std::string::npos) << special.output;

@@ -1,4 +1,4 @@
-// A one-line progress bar with throughput on stderr, redrawn at most a few times a second and only
+// A one-line progress bar with throughput and the time left on stderr, redrawn at most a few times a second and only
 // when stderr is a terminal (logs and tests see nothing).
 #pragma once
 #include <chrono>

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cstdio>
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <memory>
@@ -36,6 +37,7 @@ struct QuantizeOptions {
   std::string targets = kDefaultTargets, ignore = kDefaultIgnore;
   std::vector<std::string> shared_scales;  // --shared-scale lists; empty: default_scale_groups()
   Backend backend = Backend::auto_;
+  std::string json;  // a JSON summary to write, when given
   bool quiet = false, force = false, stats = true;
 };
 
@@ -61,6 +63,21 @@ struct Plan {
   bool quantize = false;
   std::string kept_reason;  // non-empty for float 2-D/3-D tensors left as they are
 };
+
+// A line of the summary: a quantized weight, or a float matrix kept with the reason.
+struct Outcome {
+  std::string name, dtype;
+  std::vector<int64_t> shape;
+  int64_t bytes_before;
+  std::string action;
+  int64_t bytes_after;
+  std::optional<double> sqnr_db;
+};
+
+Outcome outcome(const st::TensorInfo& t, const std::string& action, int64_t bytes_after,
+                std::optional<double> sqnr_db) {
+  return {t.name, t.dtype, t.shape, static_cast<int64_t>(t.bytes()), action, bytes_after, sqnr_db};
+}
 
 // Where the quantized weights go: compressed-tensors (Linear weights), or gpt-oss's own MXFP4
 // layout for its fused experts (a gpt-oss checkpoint quantized to mxfp4).
@@ -152,9 +169,8 @@ void run_quantize(const QuantizeOptions& opt) {
               opt.in.c_str(), opt.out.c_str(), to_string(s.format), to_string(s.rule),
               to_string(s.layout), to_string(backend),
               layout == Layout::gpt_oss ? "gpt-oss MXFP4 experts" : "compressed-tensors");
-  Table table({"tensor", "shape", "dtype", "format", "bytes before", "bytes after", "SQNR dB"});
+  std::vector<Outcome> outcomes;  // quantized weights and kept float matrices, for the summary
   Progress progress(total_bytes, !opt.quiet);
-  Sqnr overall;
   int64_t bytes_before = 0, bytes_after = 0, copied = 0;
   const auto start = std::chrono::steady_clock::now();
   std::set<std::string> written_names;
@@ -182,8 +198,7 @@ void run_quantize(const QuantizeOptions& opt) {
         out.add_to_index(t.name, i, t.bytes());
         ++copied;
         if (!p.kept_reason.empty())
-          table.add({t.name, format_shape(t.shape), t.dtype, "kept: " + p.kept_reason,
-                     std::to_string(t.bytes()), std::to_string(t.bytes()), "-"});
+          outcomes.push_back(outcome(t, "kept: " + p.kept_reason, static_cast<int64_t>(t.bytes()), std::nullopt));
       } else if (layout == Layout::gpt_oss) {
         const gpt_oss::Encoded w = gpt_oss::encode(backend, s.rule, t, view.data(t), opt.stats);
         writer.write(gpt_oss::blocks_name(t.name), w.blocks.data(), w.blocks.size());
@@ -193,8 +208,7 @@ void run_quantize(const QuantizeOptions& opt) {
         const int64_t after = static_cast<int64_t>(w.blocks.size() + w.scales.size());
         bytes_before += static_cast<int64_t>(t.bytes());
         bytes_after += after;
-        table.add({t.name, format_shape(t.shape), t.dtype, "mxfp4 (gpt-oss blocks)", std::to_string(t.bytes()),
-                   std::to_string(after), w.sqnr_db ? format_db(*w.sqnr_db) : "-"});
+        outcomes.push_back(outcome(t, "mxfp4 (gpt-oss blocks)", after, w.sqnr_db));
       } else {
         const auto key = scale_group_key(t.name, scale_groups);
         const auto shared = key ? group_amax.find(*key) : group_amax.end();
@@ -214,9 +228,7 @@ void run_quantize(const QuantizeOptions& opt) {
         }
         bytes_before += static_cast<int64_t>(t.bytes());
         bytes_after += after;
-        table.add({t.name, format_shape(t.shape), t.dtype, to_string(s.format),
-                   std::to_string(t.bytes()), std::to_string(after),
-                   w.sqnr_db ? format_db(*w.sqnr_db) : "-"});
+        outcomes.push_back(outcome(t, to_string(s.format), after, w.sqnr_db));
       }
       progress.advance(static_cast<int64_t>(t.bytes()), t.name);
     }
@@ -228,7 +240,28 @@ void run_quantize(const QuantizeOptions& opt) {
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("\n");
+  Table table({"tensor", "shape", "dtype", "format", "bytes before", "bytes after", "SQNR dB"});
+  for (const Outcome& o : outcomes)
+    table.add({o.name, format_shape(o.shape), o.dtype, o.action, std::to_string(o.bytes_before),
+               std::to_string(o.bytes_after),
+               o.sqnr_db ? format_db(*o.sqnr_db) : "-"});
   table.print(stdout);
+  if (!opt.json.empty()) {
+    nlohmann::json tensors = nlohmann::json::array();
+    for (const Outcome& o : outcomes)
+      tensors.push_back({{"name", o.name}, {"shape", o.shape}, {"dtype", o.dtype}, {"action", o.action},
+                         {"bytes_before", o.bytes_before}, {"bytes_after", o.bytes_after},
+                         {"sqnr_db", o.sqnr_db && std::isfinite(*o.sqnr_db) ? nlohmann::json(*o.sqnr_db)
+                                                                             : nlohmann::json(nullptr)}});
+    const nlohmann::json summary = {
+        {"input", opt.in}, {"output", opt.out}, {"format", to_string(s.format)},
+        {"scale_rule", to_string(s.rule)}, {"backend", to_string(backend)},
+        {"layout", layout == Layout::gpt_oss ? "gpt-oss-mxfp4" : "compressed-tensors"},
+        {"quantized", quantized_count}, {"copied", copied}, {"input_bytes", total_bytes},
+        {"quantized_bytes_before", bytes_before}, {"quantized_bytes_after", bytes_after},
+        {"seconds", seconds}, {"tensors", tensors}};
+    write_file_atomically(opt.json, summary.dump(2) + "\n");
+  }
   std::printf("\n%lld tensors quantized: %s -> %s (%.2fx); %lld copied unchanged; %.2f s, %.1f MB/s\n",
               static_cast<long long>(quantized_count), format_bytes(bytes_before).c_str(),
               format_bytes(bytes_after).c_str(),
@@ -265,6 +298,7 @@ void register_quantize(CLI::App& app) {
                   "(repeatable; replaces the defaults q_proj,k_proj,v_proj gate_proj,up_proj w1,w3 "
                   "q_a_proj,kv_a_proj_with_mqa)");
   cmd->add_flag("--force", opt->force, "overwrite OUT if it exists");
+  cmd->add_option("--json", opt->json, "also write a JSON summary (every tensor's fate, sizes, SQNR, time) to this file");
   cmd->add_flag("!--no-stats", opt->stats, "skip the SQNR of each weight (a second pass over it)");
   cmd->add_option("--backend", opt->backend, "auto, cpu or cuda")
       ->transform(options::name_choice(backend_names()));
