@@ -107,6 +107,28 @@ Status padded_rows(const char* op, int64_t M, int64_t G, int32_t A, int64_t* row
   return {};
 }
 
+uint64_t view_bytes(const TensorView& t) {
+  if (t.batch <= 0 || t.rows <= 0 || t.cols <= 0) return 0;
+  const uint64_t last = uint64_t(t.batch - 1) * uint64_t(t.bstride()) + uint64_t(t.rows - 1) * uint64_t(t.rstride()) +
+                        uint64_t(t.cols);
+  return last * uint64_t(dtype_size(t.dtype));
+}
+
+Status check_no_overlap(const char* op, std::initializer_list<Span> inputs, std::initializer_list<Span> outputs) {
+  const auto shared = [](const Span& a, const Span& b) {
+    return a.ptr && b.ptr && a.bytes && b.bytes && !disjoint_bytes(a.ptr, a.bytes, b.ptr, b.bytes);
+  };
+  for (const Span* o = outputs.begin(); o != outputs.end(); ++o) {
+    for (const Span& i : inputs)
+      MXQ_REQUIRE(!shared(*o, i), o->name, " overlaps ", i.name,
+                  " (outputs may share no byte with inputs or other outputs)");
+    for (const Span* p = outputs.begin(); p != o; ++p)
+      MXQ_REQUIRE(!shared(*o, *p), o->name, " overlaps ", p->name,
+                  " (outputs may share no byte with inputs or other outputs)");
+  }
+  return {};
+}
+
 Status resolve_backend(const char* op, Backend requested, std::initializer_list<NamedPointer> ptrs,
                        Backend* resolved) {
   MXQ_TRY(check_backend(op, requested));

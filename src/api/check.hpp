@@ -64,6 +64,18 @@ Status check_present(const char* op, const char* arg, const void* p, int64_t byt
 // Padded rows round_up(M + G*A, A), checked to fit int32 offsets.
 Status padded_rows(const char* op, int64_t M, int64_t G, int32_t A, int64_t* rows);
 
+// A buffer an op reads or writes: its name in messages, first byte and length.
+struct Span {
+  const char* name;
+  const void* ptr;
+  uint64_t bytes;
+};
+// The bytes of a tensor view, from its first element to its last (0 when it has no element).
+uint64_t view_bytes(const TensorView& t);
+// No output may share a byte with an input or with another output: ops read and write in any
+// order, so overlap would give silently wrong results. Null or empty spans overlap nothing.
+Status check_no_overlap(const char* op, std::initializer_list<Span> inputs, std::initializer_list<Span> outputs);
+
 // Which backend runs an op, after checking that every given pointer is the right kind of memory.
 struct NamedPointer {
   const char* name;

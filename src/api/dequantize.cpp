@@ -47,6 +47,13 @@ Status dequantize(const DequantizeArgs& args) {
     MXQ_REQUIRE(!args.s_dec, "s_dec is given but format ", to_string(args.params.format),
                 " has no tensor scale (nvfp4 only)");
   MXQ_TRY(api::check_present(op, "out", args.out, n * dtype_size(args.out_dtype)));
+  MXQ_TRY(api::check_no_overlap(
+      op,
+      {{"data", args.data, uint64_t(rowwise ? s.row_data_bytes : s.col_data_bytes)},
+       {"scales", args.scales, uint64_t(rowwise ? s.row_scale_bytes : s.col_scale_bytes)},
+       {"groups.groups.ends", args.groups.groups.ends, uint64_t(args.groups.groups.count) * sizeof(int32_t)},
+       {"s_dec", args.s_dec, uint64_t(args.batch) * sizeof(float)}},
+      {{"out", args.out, uint64_t(n) * uint64_t(dtype_size(args.out_dtype))}}));
   Backend b;
   MXQ_TRY(api::resolve_backend(op, args.backend,
                                {{"data", args.data},

@@ -24,13 +24,10 @@ Status padded_output_rows(const char* op, int64_t M, const TokenGroups& g, int32
   return {};
 }
 
-// The optional amax output: a float input, and no byte shared with the output, whose copy it
-// follows (its slot is cleared, then raised with atomics while the rows are copied).
-Status check_amax(const char* op, const float* amax, DType dtype, const void* out, int64_t out_bytes) {
+// The optional amax output needs a float input (overlap is checked with the other outputs).
+Status check_amax(const char* op, const float* amax, DType dtype) {
   if (amax == nullptr) return {};
-  MXQ_TRY(api::check_float_dtype(op, "input.dtype (with amax)", dtype));
-  MXQ_REQUIRE(disjoint_bytes(amax, sizeof(float), out, uint64_t(out_bytes)), "amax must not overlap out");
-  return {};
+  return api::check_float_dtype(op, "input.dtype (with amax)", dtype);
 }
 
 Status validate_pad(const char* op, const PadArgs& a, int64_t* rows) {
@@ -58,7 +55,14 @@ Status pad(const PadArgs& args) {
   MXQ_TRY(api::check_present(op, "out", args.out, p * args.input.cols * dtype_size(args.input.dtype)));
   MXQ_TRY(api::check_present(op, "padded_starts", args.padded_starts, args.groups.count * 4));
   MXQ_TRY(api::check_present(op, "padded_ends", args.padded_ends, args.groups.count * 4));
-  MXQ_TRY(check_amax(op, args.amax, args.input.dtype, args.out, p * args.input.cols * dtype_size(args.input.dtype)));
+  MXQ_TRY(check_amax(op, args.amax, args.input.dtype));
+  const uint64_t offsets = uint64_t(args.groups.count) * sizeof(int32_t);
+  MXQ_TRY(api::check_no_overlap(
+      op, {{"input.data", args.input.data, api::view_bytes(args.input)}, {"groups.ends", args.groups.ends, offsets}},
+      {{"out", args.out, uint64_t(p * args.input.cols * dtype_size(args.input.dtype))},
+       {"padded_starts", args.padded_starts, offsets},
+       {"padded_ends", args.padded_ends, offsets},
+       {"amax", args.amax, sizeof(float)}}));
   Backend b;
   MXQ_TRY(api::resolve_backend(op, args.backend,
                                {{"input.data", args.input.data},
@@ -86,7 +90,11 @@ Status unpad(const UnpadArgs& args) {
   MXQ_TRY(api::check_backend(op, args.backend));
   const int64_t out_bytes = args.rows * args.input.cols * dtype_size(args.input.dtype);
   MXQ_TRY(api::check_present(op, "out", args.out, out_bytes));
-  MXQ_TRY(check_amax(op, args.amax, args.input.dtype, args.out, out_bytes));
+  MXQ_TRY(check_amax(op, args.amax, args.input.dtype));
+  MXQ_TRY(api::check_no_overlap(op,
+                                {{"input.data", args.input.data, api::view_bytes(args.input)},
+                                 {"groups.ends", args.groups.ends, uint64_t(args.groups.count) * sizeof(int32_t)}},
+                                {{"out", args.out, uint64_t(out_bytes)}, {"amax", args.amax, sizeof(float)}}));
   Backend b;
   MXQ_TRY(api::resolve_backend(op, args.backend,
                                {{"input.data", args.input.data},

@@ -47,18 +47,25 @@ Status validate_outputs(const char* op, const QuantizeArgs& a, const QuantizeSiz
     MXQ_REQUIRE(!o.s_enc && !o.s_dec, "out.s_enc / out.s_dec are given but format ",
                 to_string(a.params.format), " has no tensor scale (nvfp4 only)");
   }
-  if (o.amax != nullptr) {
-    // Read and written by different kernels (and by every CTA): no byte may be shared.
-    const uint64_t bytes = uint64_t(a.input.batch) * sizeof(float);
-    const auto apart = [&](const float* p) { return disjoint_bytes(o.amax, bytes, p, bytes); };
-    MXQ_REQUIRE(apart(a.tensor_amax) && apart(o.s_enc) && apart(o.s_dec),
-                "out.amax must not overlap tensor_amax, out.s_enc or out.s_dec (give the next call's "
-                "delayed amax its own buffer)");
-  }
   MXQ_REQUIRE(s.padded_offset_count > 0 || (!o.padded_starts && !o.padded_ends),
               "out.padded_starts / out.padded_ends are given but neither groups.pad_rowwise nor "
               "groups.pad_colwise pads");
-  return {};
+  const uint64_t floats = uint64_t(a.input.batch) * sizeof(float);
+  const uint64_t offsets = uint64_t(s.padded_offset_count) * sizeof(int32_t);
+  return api::check_no_overlap(
+      op,
+      {{"input.data", a.input.data, api::view_bytes(a.input)},
+       {"groups.groups.ends", a.groups.groups.ends, uint64_t(a.groups.groups.count) * sizeof(int32_t)},
+       {"tensor_amax", a.tensor_amax, floats}},
+      {{"out.row_data", o.row_data, uint64_t(s.row_data_bytes)},
+       {"out.row_scales", o.row_scales, uint64_t(s.row_scale_bytes)},
+       {"out.col_data", o.col_data, uint64_t(s.col_data_bytes)},
+       {"out.col_scales", o.col_scales, uint64_t(s.col_scale_bytes)},
+       {"out.s_enc", o.s_enc, uint64_t(s.tensor_scale_count) * sizeof(float)},
+       {"out.s_dec", o.s_dec, uint64_t(s.tensor_scale_count) * sizeof(float)},
+       {"out.padded_starts", o.padded_starts, offsets},
+       {"out.padded_ends", o.padded_ends, offsets},
+       {"out.amax", o.amax, floats}});
 }
 
 }  // namespace
@@ -104,6 +111,8 @@ Status tensor_amax(const TensorView& input, float* out, Backend backend, void* s
   MXQ_TRY(api::check_tensor(op, "input", input));
   MXQ_TRY(api::check_float_dtype(op, "input.dtype", input.dtype));
   MXQ_REQUIRE(out || input.batch == 0, "out is null but needs input.batch (", input.batch, ") floats");
+  MXQ_TRY(api::check_no_overlap(op, {{"input.data", input.data, api::view_bytes(input)}},
+                                {{"out", out, uint64_t(input.batch) * sizeof(float)}}));
   Backend b;
   MXQ_TRY(api::resolve_backend(op, backend, {{"input.data", input.data}, {"out", out}}, &b));
 #ifdef MXQ_WITH_CUDA

@@ -55,6 +55,10 @@ Status swizzle(const SwizzleArgs& args) {
   MXQ_TRY(validate_swizzle(op, args, &n));
   MXQ_TRY(api::check_present(op, "in", args.in, args.batch * args.rows * args.cols));
   MXQ_TRY(api::check_present(op, "out", args.out, n));
+  MXQ_TRY(api::check_no_overlap(op,
+                                {{"in", args.in, uint64_t(args.batch * args.rows * args.cols)},
+                                 {"groups.ends", args.groups.ends, uint64_t(args.groups.count) * sizeof(int32_t)}},
+                                {{"out", args.out, uint64_t(n)}}));
   Backend b;
   MXQ_TRY(api::resolve_backend(op, args.backend,
                                {{"in", args.in}, {"groups.ends", args.groups.ends}, {"out", args.out}}, &b));
@@ -70,6 +74,10 @@ Status unswizzle(const SwizzleArgs& args, uint8_t* linear_out) {
   MXQ_TRY(validate_swizzle(op, args, &n));
   MXQ_TRY(api::check_present(op, "out (the blocked input of unswizzle)", args.out, n));
   MXQ_TRY(api::check_present(op, "linear_out", linear_out, args.batch * args.rows * args.cols));
+  MXQ_TRY(api::check_no_overlap(op,
+                                {{"out (the blocked input of unswizzle)", args.out, uint64_t(n)},
+                                 {"groups.ends", args.groups.ends, uint64_t(args.groups.count) * sizeof(int32_t)}},
+                                {{"linear_out", linear_out, uint64_t(args.batch * args.rows * args.cols)}}));
   Backend b;
   MXQ_TRY(api::resolve_backend(op, args.backend,
                                {{"out", args.out}, {"groups.ends", args.groups.ends}, {"linear_out", linear_out}},

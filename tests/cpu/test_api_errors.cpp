@@ -166,8 +166,8 @@ std::vector<Row> rows() {
       {"q nvfp4 no s_enc", [](Call& c) { c.q.params.format = Format::nvfp4; c.q.out.s_dec = c.slice<float>(14); return quantize(c.q); }, bad, "out.s_enc and out.s_dec are required for nvfp4"},
       {"q nvfp4 no s_dec", [](Call& c) { c.q.params.format = Format::nvfp4; c.q.out.s_enc = c.slice<float>(14); return quantize(c.q); }, bad, "out.s_enc and out.s_dec are required for nvfp4"},
       {"q s_enc for mxfp8", [](Call& c) { c.q.out.s_enc = c.slice<float>(14); return quantize(c.q); }, bad, "out.s_enc / out.s_dec are given but format mxfp8 has no tensor scale"},
-      {"q amax over tensor_amax", [](Call& c) { c.q.params.format = Format::nvfp4; c.q.out.s_enc = c.slice<float>(14); c.q.out.s_dec = c.slice<float>(15); c.q.tensor_amax = c.q.out.amax = c.slice<float>(16); return quantize(c.q); }, bad, "out.amax must not overlap tensor_amax, out.s_enc or out.s_dec"},
-      {"q amax over s_dec", [](Call& c) { c.q.params.format = Format::nvfp4; c.q.out.s_enc = c.slice<float>(14); c.q.out.s_dec = c.q.out.amax = c.slice<float>(15); return quantize(c.q); }, bad, "out.amax must not overlap tensor_amax"},
+      {"q amax over tensor_amax", [](Call& c) { c.q.params.format = Format::nvfp4; c.q.out.s_enc = c.slice<float>(14); c.q.out.s_dec = c.slice<float>(15); c.q.tensor_amax = c.q.out.amax = c.slice<float>(16); return quantize(c.q); }, bad, "out.amax overlaps tensor_amax (outputs may share no byte"},
+      {"q amax over s_dec", [](Call& c) { c.q.params.format = Format::nvfp4; c.q.out.s_enc = c.slice<float>(14); c.q.out.s_dec = c.q.out.amax = c.slice<float>(15); return quantize(c.q); }, bad, "out.amax overlaps out.s_dec"},
       {"q tensor_amax for mxfp4", [](Call& c) { static const float amax = 1; c.q.params.format = Format::mxfp4; c.q.tensor_amax = &amax; return quantize(c.q); }, bad, "tensor_amax is given but format mxfp4 has no tensor scale"},
       // ---- quantize_sizes ----
       {"qs sizes null", [](Call& c) { return quantize_sizes(c.q, nullptr); }, bad, "quantize_sizes: sizes is null"},
@@ -214,7 +214,7 @@ std::vector<Row> rows() {
       {"pad padded_starts null", [](Call& c) { c.p.padded_starts = nullptr; return pad(c.p); }, bad, "pad: padded_starts is null"},
       {"pad padded_ends null", [](Call& c) { c.p.padded_ends = nullptr; return pad(c.p); }, bad, "pad: padded_ends is null"},
       {"pad amax of u8", [](Call& c) { c.p.input.dtype = DType::u8; c.p.amax = c.slice<float>(14); return pad(c.p); }, bad, "pad: input.dtype (with amax) must be bf16, fp16 or fp32 (got u8)"},
-      {"pad amax in out", [](Call& c) { c.p.amax = reinterpret_cast<float*>(c.slice(6) + 100); return pad(c.p); }, bad, "pad: amax must not overlap out"},
+      {"pad amax in out", [](Call& c) { c.p.amax = reinterpret_cast<float*>(c.slice(6) + 100); return pad(c.p); }, bad, "pad: amax overlaps out"},
       {"pad rows overflow int32", [](Call& c) { c.p.input.rows = 2147483647; c.p.input.cols = 1; c.p.alignment = 4096; return pad(c.p); }, bad, "must fit int32 offsets"},
       {"pad output too large", [](Call& c) {
          static const std::vector<int32_t> e = many_ends(1 << 19);
@@ -231,7 +231,7 @@ std::vector<Row> rows() {
       {"unpad batch 3", [](Call& c) { c.u.input.batch = 3; c.u.input.rows = 10; return unpad(c.u); }, bad, "unpad: input.batch (3) must be 1"},
       {"unpad ends null", [](Call& c) { c.u.groups.ends = nullptr; return unpad(c.u); }, bad, "unpad: groups.ends is null"},
       {"unpad amax of u8", [](Call& c) { c.u.input.dtype = DType::u8; c.u.amax = c.slice<float>(14); return unpad(c.u); }, bad, "unpad: input.dtype (with amax) must be bf16, fp16 or fp32 (got u8)"},
-      {"unpad amax in out", [](Call& c) { c.u.amax = reinterpret_cast<float*>(c.slice(9)); return unpad(c.u); }, bad, "unpad: amax must not overlap out"},
+      {"unpad amax in out", [](Call& c) { c.u.amax = reinterpret_cast<float*>(c.slice(9)); return unpad(c.u); }, bad, "unpad: amax overlaps out"},
       {"unpad backend cuda", [](Call& c) { c.u.backend = Backend::cuda; return unpad(c.u); }, kCudaCode, kCudaMessage},
       // ---- swizzle / swizzle_size / unswizzle ----
       {"sw in null", [](Call& c) { c.s.in = nullptr; return swizzle(c.s); }, bad, "swizzle: in is null but needs 512 bytes"},
@@ -259,6 +259,20 @@ std::vector<Row> rows() {
       {"v above M", [](Call& c) { c.ends = {10, 65, 64}; return validate_group_ends(c.vgroups, c.vM, Backend::cpu); }, Code::invalid_offsets, "groups.ends[1] (65) is greater than M (64)"},
       {"v backend cuda", [](Call& c) { return validate_group_ends(c.vgroups, c.vM, Backend::cuda); }, kCudaCode, kCudaMessage},
   };
+  // Outputs that share bytes with inputs or with each other (in place is not an op mxq offers).
+  const std::vector<Row> overlaps = {
+      {"q row_data on input", [](Call& c) { c.q.out.row_data = const_cast<void*>(c.q.input.data); return quantize(c.q); }, bad, "quantize: out.row_data overlaps input.data"},
+      {"q col_data on row_data", [](Call& c) { c.q.out.col_data = static_cast<uint8_t*>(c.q.out.row_data) + 8; return quantize(c.q); }, bad, "quantize: out.col_data overlaps out.row_data"},
+      {"q scales in strided input", [](Call& c) { c.q.input.rows = 8; c.q.input.row_stride = 512; c.q.out.row_scales = reinterpret_cast<uint8_t*>(c.input.data()) + 7 * 1024; return quantize(c.q); }, bad, "out.row_scales overlaps input.data"},
+      {"dq out on data", [](Call& c) { c.d.out = const_cast<void*>(c.d.data); return dequantize(c.d); }, bad, "dequantize: out overlaps data"},
+      {"pad in place", [](Call& c) { c.p.out = const_cast<void*>(c.p.input.data); return pad(c.p); }, bad, "pad: out overlaps input.data"},
+      {"pad starts in ends", [](Call& c) { c.p.padded_starts = c.ends.data(); return pad(c.p); }, bad, "pad: padded_starts overlaps groups.ends"},
+      {"unpad in place", [](Call& c) { c.u.out = const_cast<void*>(c.u.input.data); return unpad(c.u); }, bad, "unpad: out overlaps input.data"},
+      {"sw in place", [](Call& c) { c.s.out = const_cast<uint8_t*>(c.s.in); return swizzle(c.s); }, bad, "swizzle: out overlaps in"},
+      {"usw in place", [](Call& c) { return unswizzle(c.s, c.s.out); }, bad, "unswizzle: linear_out overlaps out (the blocked input of unswizzle)"},
+      {"amax out on input", [](Call& c) { return tensor_amax(c.amax_in, reinterpret_cast<float*>(const_cast<void*>(c.amax_in.data)), Backend::cpu); }, bad, "tensor_amax: out overlaps input.data"},
+  };
+  t.insert(t.end(), overlaps.begin(), overlaps.end());
   // Without a device cuda_unchecked is refused; with one it would take these host pointers on trust.
   if (!kCuda)
     t.push_back({"q backend cuda_unchecked", [](Call& c) { c.q.backend = Backend::cuda_unchecked; return quantize(c.q); },
