@@ -51,7 +51,10 @@ struct QuantizeArgs {
   TensorView input;
   QuantizeParams params;
   QuantizeGroups groups;
-  const float* tensor_amax = nullptr;  // nvfp4: optional caller-given amax [batch]; null: computed
+  // nvfp4: optional caller-given amax [batch]; null: computed. It may be out.s_enc or out.s_dec
+  // itself (the tensor scales are then derived from it in place); no other buffer of the call may
+  // overlap it, nor may any output overlap the input, the group ends or another output.
+  const float* tensor_amax = nullptr;
   QuantizeOutputs out;
   Backend backend = Backend::auto_;
   void* stream = nullptr;  // cudaStream_t for the cuda backend

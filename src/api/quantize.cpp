@@ -52,11 +52,13 @@ Status validate_outputs(const char* op, const QuantizeArgs& a, const QuantizeSiz
               "groups.pad_colwise pads");
   const uint64_t floats = uint64_t(a.input.batch) * sizeof(float);
   const uint64_t offsets = uint64_t(s.padded_offset_count) * sizeof(int32_t);
+  // tensor_amax may be out.s_enc or out.s_dec itself: the tensor scales are derived from it in place.
+  const bool amax_in_place = a.tensor_amax && (a.tensor_amax == o.s_enc || a.tensor_amax == o.s_dec);
   return api::check_no_overlap(
       op,
       {{"input.data", a.input.data, api::view_bytes(a.input)},
        {"groups.groups.ends", a.groups.groups.ends, uint64_t(a.groups.groups.count) * sizeof(int32_t)},
-       {"tensor_amax", a.tensor_amax, floats}},
+       {"tensor_amax", amax_in_place ? nullptr : a.tensor_amax, floats}},
       {{"out.row_data", o.row_data, uint64_t(s.row_data_bytes)},
        {"out.row_scales", o.row_scales, uint64_t(s.row_scale_bytes)},
        {"out.col_data", o.col_data, uint64_t(s.col_data_bytes)},

@@ -507,3 +507,41 @@ TEST(ParallelFor, CoversEveryIndexOnce) {
 
 }  // namespace
 }  // namespace mxq::test
+
+namespace mxq::test {
+namespace {
+
+// tensor_amax may be out.s_enc or out.s_dec itself: the same bytes as with a separate buffer.
+TEST(QuantizeCpu, GivenAmaxInATensorScaleOutput) {
+  MXQ_FRESH_RNG(rng);
+  const HostTensor h = normal_tensor(rng, DType::bf16, 3, 64, 96);
+  QuantizeRequest req = request(Format::nvfp4, Direction::both, ScaleLayout::blocked);
+  req.tensor_amax = {2.0f, 0.5f, 7.0f};
+  const QuantizeResult want = run_quantize(h, req);
+  for (bool in_s_dec : {false, true}) {
+    SCOPED_TRACE(in_s_dec ? "amax in s_dec" : "amax in s_enc");
+    QuantizeArgs a;
+    a.input = h.view();
+    a.params = req.params;
+    a.backend = Backend::cpu;
+    QuantizeResult got;
+    ASSERT_TRUE(quantize_sizes(a, &got.sizes).ok());
+    got.row_data.resize(size_t(got.sizes.row_data_bytes));
+    got.row_scales.resize(size_t(got.sizes.row_scale_bytes));
+    got.col_data.resize(size_t(got.sizes.col_data_bytes));
+    got.col_scales.resize(size_t(got.sizes.col_scale_bytes));
+    got.s_enc = got.s_dec = {};
+    got.s_enc.resize(3);
+    got.s_dec.resize(3);
+    (in_s_dec ? got.s_dec : got.s_enc) = req.tensor_amax;
+    a.out = {got.row_data.data(), got.row_scales.data(), got.col_data.data(), got.col_scales.data(),
+             got.s_enc.data(), got.s_dec.data()};
+    a.tensor_amax = in_s_dec ? got.s_dec.data() : got.s_enc.data();
+    const Status st = quantize(a);
+    ASSERT_TRUE(st.ok()) << st.message();
+    expect_outputs_equal(want, got, Direction::both);
+  }
+}
+
+}  // namespace
+}  // namespace mxq::test
