@@ -4,6 +4,7 @@
 #include <dirent.h>
 
 #include <algorithm>
+#include <cstring>
 
 #include "cli_test_support.hpp"
 
@@ -66,6 +67,42 @@ TEST(BadFiles, MessagesNameTheRule) {
         run_mxq("inspect " + std::string(MXQ_CLI_BAD_FILES_DIR) + "/" + file + ".safetensors");
     EXPECT_NE(r.output.find(message), std::string::npos) << file << ": " << r.output;
   }
+}
+
+// A header image of `text` (no data section needed for the header rules).
+std::vector<uint8_t> image_of(const std::string& text, size_t data_bytes = 0) {
+  std::vector<uint8_t> image(8 + text.size() + data_bytes, 0);
+  for (int i = 0; i < 8; ++i) image[i] = static_cast<uint8_t>(uint64_t(text.size()) >> (8 * i));
+  std::memcpy(image.data() + 8, text.data(), text.size());
+  return image;
+}
+
+std::string parse_error(const std::vector<uint8_t>& image) {
+  try {
+    st::SafetensorsView::parse(image.data(), image.size(), "h");
+  } catch (const st::SafetensorsError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+// Headers that would cost memory without bound are refused by their size limits, before a DOM is
+// built; huge dimensions beside a zero neither overflow nor are refused.
+TEST(BadFiles, HeaderLimits) {
+  std::string dims = "1";
+  for (int i = 0; i < 64; ++i) dims += ",1";
+  EXPECT_NE(parse_error(image_of(R"({"a":{"dtype":"U8","shape":[)" + dims + R"(],"data_offsets":[0,1]}})", 1))
+                .find("more than 64 elements"),
+            std::string::npos);
+  std::string many = "{";
+  for (int i = 0; i <= (1 << 18); ++i)
+    many += (i ? ",\"t" : "\"t") + std::to_string(i) + R"(":{"dtype":"U8","shape":[0],"data_offsets":[0,0]})";
+  many += "}";
+  EXPECT_NE(parse_error(image_of(many)).find("more than 262144 tensors in one file"), std::string::npos);
+  const std::vector<uint8_t> zero = image_of(
+      R"({"a":{"dtype":"BF16","shape":[4611686018427387904,4611686018427387904,0],"data_offsets":[0,0]}})");
+  ASSERT_EQ(parse_error(zero), "");
+  EXPECT_EQ(st::SafetensorsView::parse(zero.data(), zero.size(), "h").tensors()[0].elements(), 0);
 }
 
 TEST(BadFiles, TruncatedImagesOfAGoodFileAreRejected) {

@@ -24,34 +24,88 @@ using nlohmann::json;
 constexpr uint64_t kMaxHeaderBytes = 100u * 1000u * 1000u;
 // top-level object > tensor object > shape / data_offsets array
 constexpr int kMaxJsonDepth = 3;
+// Limits that bound the parsed header's memory: no real checkpoint comes near them.
+constexpr size_t kMaxTensors = size_t{1} << 18;
+constexpr size_t kMaxArrayLength = 64;  // shape dimensions (and the data_offsets pair)
 
 [[noreturn]] void fail(const std::string& origin, const std::string& message) {
   throw SafetensorsError(origin + ": " + message);
 }
 
-// Parses the header, rejecting duplicate keys (nlohmann would silently keep the last) and nesting
-// deeper than a header ever has.
+// A first pass over the header that builds nothing: it finds duplicate keys (nlohmann's parser
+// would keep the last), nesting deeper than a header has and arrays or tensor counts past the
+// limits, and stops at the first. The DOM is built only after it passed, in time n log n (the
+// callback parser rescans the parent object at every child's end: quadratic in the tensor count).
+class HeaderShape : public nlohmann::json_sax<json> {
+ public:
+  std::string problem;
+
+  bool null() override { return value(); }
+  bool boolean(bool) override { return value(); }
+  bool number_integer(json::number_integer_t) override { return value(); }
+  bool number_unsigned(json::number_unsigned_t) override { return value(); }
+  bool number_float(json::number_float_t, const json::string_t&) override { return value(); }
+  bool string(json::string_t&) override { return value(); }
+  bool binary(json::binary_t&) override { return value(); }
+  bool start_object(std::size_t) override {
+    if (!open(true)) return false;
+    keys_.emplace_back();
+    return true;
+  }
+  bool key(json::string_t& k) override {
+    if (!keys_.back().insert(k).second) return stop("duplicate key '" + k + "' in the header");
+    if (depth_ == 1 && k != "__metadata__" && ++tensors_ > kMaxTensors)
+      return stop("more than " + std::to_string(kMaxTensors) + " tensors in one file");
+    return true;
+  }
+  bool end_object() override {
+    keys_.pop_back();
+    return close();
+  }
+  bool start_array(std::size_t) override { return open(false); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    return stop(std::string("header is not valid JSON: ") + e.what());
+  }
+
+ private:
+  bool stop(const std::string& why) {
+    if (problem.empty()) problem = why;
+    return false;
+  }
+  bool open(bool object) {
+    if (!value()) return false;  // the container is an element of its parent
+    if (++depth_ > kMaxJsonDepth) return stop("header nests deeper than a safetensors header");
+    lengths_.push_back(object ? 0 : 1);  // arrays count their elements from 1
+    return true;
+  }
+  bool close() {
+    --depth_;
+    lengths_.pop_back();
+    return true;
+  }
+  // Counts a value against the limit when it is an element of an array.
+  bool value() {
+    if (!lengths_.empty() && lengths_.back() > 0 && ++lengths_.back() > kMaxArrayLength + 1)
+      return stop("an array of the header has more than " + std::to_string(kMaxArrayLength) + " elements");
+    return true;
+  }
+  int depth_ = 0;
+  size_t tensors_ = 0;
+  std::vector<std::set<std::string>> keys_;
+  std::vector<size_t> lengths_;  // per open container: 0 for objects, 1 + elements for arrays
+};
+
 json parse_header(const char* first, const char* last, const std::string& origin) {
-  std::vector<std::set<std::string>> keys;  // keys seen in each open object
-  std::string duplicate;
-  bool too_deep = false;
-  auto callback = [&](int depth, json::parse_event_t event, json& parsed) {
-    if (depth > kMaxJsonDepth) too_deep = true;
-    if (event == json::parse_event_t::object_start) keys.emplace_back();
-    if (event == json::parse_event_t::object_end && !keys.empty()) keys.pop_back();
-    if (event == json::parse_event_t::key && !keys.empty() &&
-        !keys.back().insert(parsed.get<std::string>()).second && duplicate.empty())
-      duplicate = parsed.get<std::string>();
-    return !too_deep;  // discard what is too deep; reported below
-  };
+  HeaderShape shape;
+  if (!json::sax_parse(first, last, &shape) && shape.problem.empty()) shape.problem = "header is not valid JSON";
+  if (!shape.problem.empty()) fail(origin, shape.problem);
   json header;
   try {
-    header = json::parse(first, last, callback);
+    header = json::parse(first, last);
   } catch (const json::exception& e) {
     fail(origin, std::string("header is not valid JSON: ") + e.what());
   }
-  if (too_deep) fail(origin, "header nests deeper than a safetensors header");
-  if (!duplicate.empty()) fail(origin, "duplicate key '" + duplicate + "' in the header");
   if (!header.is_object()) fail(origin, "header is not a JSON object");
   return header;
 }
@@ -110,6 +164,7 @@ TensorInfo parse_tensor(const std::string& name, const json& entry, const std::s
 }  // namespace
 
 int64_t TensorInfo::elements() const {
+  if (std::count(shape.begin(), shape.end(), 0) > 0) return 0;  // huge dims beside a 0 never multiply
   int64_t n = 1;
   for (int64_t d : shape) n *= d;  // validated: n * dtype size == bytes(), so no overflow
   return n;

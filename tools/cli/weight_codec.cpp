@@ -169,6 +169,8 @@ std::optional<StoredWeight> find_stored_weight(const st::SafetensorsView& view,
     return st::SafetensorsError("quantized weight '" + name + "': " + why);
   };
   if (t.shape.size() != 2 && t.shape.size() != 3) throw bad("data is not 2-D or 3-D");
+  for (int64_t d : t.shape)
+    if (d > 0x7FFFFFFF) throw bad("a dimension of the data exceeds 2^31 - 1");
   w.shape = t.shape;
   if (fp4) w.shape.back() *= 2;
   if (w.scale->dtype != scale_dtype(s.format) || w.scale->shape != scale_shape(w.shape, s))
