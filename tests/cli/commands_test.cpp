@@ -275,6 +275,42 @@ TEST(Reading, CompressedTensorsWithoutMxqMetadata) {
   }
 }
 
+// A checkpoint directory's side files: regular files are copied, a symlink is not followed (its
+// target is not part of the checkpoint), a shard named unlike *.safetensors is not copied over its
+// quantized self, and a config.json nested too deep is refused before anything is written.
+TEST(Output, SideFilesAreRegularFilesOnly) {
+  ScratchDir dir;
+  write_sharded(dir, "in");
+  write_text(dir / "secret.txt", "private");
+  ASSERT_EQ(::symlink((dir / "secret.txt").c_str(), (dir / "in/notes.txt").c_str()), 0);
+  write_text(dir / "in/README.md", "a model");
+  const RunResult q = run_mxq("quantize " + dir / "in " + dir / "q --format mxfp8 --no-stats");
+  ASSERT_EQ(q.exit_code, 0) << q.output;
+  EXPECT_NE(q.output.find("notes.txt is a symbolic link; not copied"), std::string::npos) << q.output;
+  EXPECT_FALSE(file_exists(dir / "q/notes.txt"));
+  EXPECT_TRUE(file_exists(dir / "q/README.md"));
+
+  // A shard called weights.bin: quantized, and kept so.
+  const std::string bin = dir / "bin";
+  ASSERT_EQ(::mkdir(bin.c_str(), 0755), 0);
+  write_checkpoint(bin + "/weights.bin", {normal_tensor("a.weight", "BF16", {8, 64}, 1)});
+  write_text(bin + "/model.safetensors.index.json", R"({"weight_map": {"a.weight": "weights.bin"}})");
+  ASSERT_EQ(run_mxq("quantize " + bin + " " + dir / "qb --format mxfp8").exit_code, 0);
+  st::SafetensorsFile qb(dir / "qb/weights.bin");
+  ASSERT_NE(qb.view().find("a.weight"), nullptr);
+  EXPECT_EQ(qb.view().find("a.weight")->dtype, "F8_E4M3");
+
+  std::string deep;
+  for (int i = 0; i < 100000; ++i) deep += "[";
+  write_text(dir / "in/config.json", "{\"a\": " + deep + "}");
+  const RunResult d = run_mxq("quantize " + dir / "in " + dir / "qd --format mxfp8");
+  EXPECT_EQ(d.exit_code, 3) << d.output;
+  EXPECT_NE(d.output.find("nests deeper than 64 levels"), std::string::npos) << d.output;
+  EXPECT_FALSE(file_exists(dir / "qd"));
+  write_text(dir / "in/config.json", R"({"s": "a \\\" [[[[ string", "model_type": "toy"})");
+  EXPECT_EQ(run_mxq("quantize " + dir / "in " + dir / "qs --format mxfp8").exit_code, 0);
+}
+
 // An existing output is refused unless --force; a special file never.
 TEST(Output, ExistingOutputNeedsForce) {
   ScratchDir dir;

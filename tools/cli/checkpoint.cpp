@@ -24,20 +24,43 @@ bool is_plain_file_name(const std::string& name) {
 
 }  // namespace
 
+nlohmann::json parse_config(const std::string& text, const std::string& path) {
+  // nlohmann writes JSON back recursively: a deeply nested file would overflow the stack.
+  constexpr int kMaxDepth = 64;
+  int depth = 0;
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped)
+        escaped = false;
+      else if (c == '\\')
+        escaped = true;
+      else if (c == '"')
+        in_string = false;
+      continue;
+    }
+    if (c == '"') in_string = true;
+    if ((c == '{' || c == '[') && ++depth > kMaxDepth)
+      throw SafetensorsError(path + ": nests deeper than " + std::to_string(kMaxDepth) + " levels");
+    if (c == '}' || c == ']') --depth;
+  }
+  nlohmann::json config;
+  try {
+    config = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    throw SafetensorsError(path + ": not valid JSON: " + e.what());
+  }
+  if (!config.is_object()) throw SafetensorsError(path + ": not a JSON object");
+  return config;
+}
+
 nlohmann::json model_config(const Checkpoint& checkpoint) {
   const std::string path = checkpoint.directory() + "/config.json";
   if (!checkpoint.is_directory() || !is_regular_file(path)) return nlohmann::json::object();
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
-  nlohmann::json config;
-  try {
-    config = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::exception& e) {
-    throw SafetensorsError(path + ": not valid JSON: " + e.what());
-  }
-  if (!config.is_object()) throw SafetensorsError(path + ": not a JSON object");
-  return config;
+  return parse_config(text.str(), path);
 }
 
 bool path_is_directory(const std::string& path) {

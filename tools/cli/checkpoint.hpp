@@ -40,7 +40,9 @@ class Checkpoint {
 bool path_is_directory(const std::string& path);
 
 // The checkpoint directory's config.json (an empty object for a single file or when there is
-// none); throws SafetensorsError when it is not a JSON object.
+// none); throws SafetensorsError when it is not a JSON object or nests deeper than 64 levels.
 nlohmann::json model_config(const Checkpoint& checkpoint);
+// The same rules for config.json's text read from `path`.
+nlohmann::json parse_config(const std::string& text, const std::string& path);
 
 }  // namespace mxq::cli

@@ -7,7 +7,9 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <cstdio>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "cli_error.hpp"
@@ -89,20 +91,26 @@ void CheckpointOutput::finish(const std::function<void(nlohmann::json& config)>&
   std::vector<std::string> names;
   while (const dirent* entry = ::readdir(dir)) names.emplace_back(entry->d_name);
   ::closedir(dir);
+  const std::set<std::string> shards(in_.shard_names().begin(), in_.shard_names().end());
   for (const std::string& name : names) {
     const std::string from = in_.directory() + "/" + name;
     struct stat st {};
-    if (::stat(from.c_str(), &st) != 0 || !S_ISREG(st.st_mode)) continue;
-    if (ends_with(name, ".safetensors") || name == Checkpoint::kIndexName) continue;
+    // Only regular files are copied: a symlink's target is not part of the checkpoint.
+    if (::lstat(from.c_str(), &st) != 0) continue;
+    if (S_ISLNK(st.st_mode)) {
+      std::fprintf(stderr, "mxq: note: %s is a symbolic link; not copied\n", from.c_str());
+      continue;
+    }
+    if (!S_ISREG(st.st_mode)) continue;
+    if (shards.count(name) || ends_with(name, ".safetensors") || name == Checkpoint::kIndexName) continue;
     std::string text = read_file(from);
     if (name == "config.json") {
       nlohmann::json config;
       try {
-        config = nlohmann::json::parse(text);
-      } catch (const nlohmann::json::exception& e) {
-        throw CliError(kExitBadInput, from + ": not valid JSON: " + e.what());
+        config = parse_config(text, from);
+      } catch (const st::SafetensorsError& e) {
+        throw CliError(kExitBadInput, e.what());
       }
-      if (!config.is_object()) throw CliError(kExitBadInput, from + ": not a JSON object");
       edit_config(config);
       text = config.dump(2) + "\n";
     }
