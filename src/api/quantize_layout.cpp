@@ -42,6 +42,8 @@ Status quantize_layout(const char* op, const QuantizeShape& shape, QuantizeSizes
     int64_t Mr = M;
     if (qg.pad_rowwise) MXQ_TRY(padded_rows(op, M, G, qg.pad_rowwise, &Mr));
     MXQ_REQUIRE(!fp4 || K % 2 == 0, dims, "cols (", K, ") must be even for fp4 formats (two codes per byte)");
+    MXQ_REQUIRE(__int128(B) * Mr * K <= kMaxElements, "the rowwise output (", B, " x ", Mr, " padded rows x ", K,
+                ") must be <= ", kMaxElements, " elements");
     const int64_t scale_cols = num::ceil_div(K, block);
     s.row_data_rows = Mr;
     s.row_data_bytes = B * Mr * (K * bits / 8);
@@ -60,6 +62,8 @@ Status quantize_layout(const char* op, const QuantizeShape& shape, QuantizeSizes
     // Alignment 1 pads nothing: a group of odd size would share a byte with the next one.
     MXQ_REQUIRE(!fp4 || qg.pad_colwise != 1, "groups.pad_colwise (1) must be 0 or at least 2 for fp4 formats "
                 "(codes are packed in pairs along rows: a padded group must start on a byte)");
+    MXQ_REQUIRE(__int128(B) * Mc * K <= kMaxElements, "the colwise output (", B, " x ", K, " x ", Mc,
+                " padded rows) must be <= ", kMaxElements, " elements");
     const int64_t scale_cols = num::ceil_div(Mc, block);
     s.col_data_cols = Mc;
     s.col_data_bytes = B * K * (Mc * bits / 8);

@@ -259,6 +259,17 @@ std::vector<Row> rows() {
       {"v above M", [](Call& c) { c.ends = {10, 65, 64}; return validate_group_ends(c.vgroups, c.vM, Backend::cpu); }, Code::invalid_offsets, "groups.ends[1] (65) is greater than M (64)"},
       {"v backend cuda", [](Call& c) { return validate_group_ends(c.vgroups, c.vM, Backend::cuda); }, kCudaCode, kCudaMessage},
   };
+  // Padded outputs past the element limit (their byte counts would be absurd or overflow).
+  t.push_back({"q padded output too large", [](Call& c) {
+                 static const std::vector<int32_t> e = many_ends(1 << 19);
+                 c.q.input.cols = 1 << 17; c.q.input.rows = 0; c.q.groups.groups = {e.data(), 1 << 19};
+                 c.q.groups.pad_rowwise = c.q.groups.pad_colwise = 2048; return quantize_sizes(c.q, c.sizes); },
+               bad, "the rowwise output (1 x 1073741824 padded rows x 131072) must be <= 70368744177664 elements"});
+  t.push_back({"dq padded output too large", [](Call& c) {
+                 static const std::vector<int32_t> e = many_ends(1 << 19);
+                 c.d.cols = 1 << 17; c.d.rows = 0; c.d.groups.groups = {e.data(), 1 << 19};
+                 c.d.groups.pad_rowwise = 2048; return dequantize_size(c.d, c.count); },
+               bad, "the rowwise output (1 x 1073741824 padded rows x 131072) must be <="});
   // Outputs that share bytes with inputs or with each other (in place is not an op mxq offers).
   const std::vector<Row> overlaps = {
       {"q row_data on input", [](Call& c) { c.q.out.row_data = const_cast<void*>(c.q.input.data); return quantize(c.q); }, bad, "quantize: out.row_data overlaps input.data"},
