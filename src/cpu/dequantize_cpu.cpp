@@ -24,7 +24,7 @@ Status dequantize_format(const DequantizeArgs& a) {
 
   const auto* data = static_cast<const uint8_t*>(a.data);
   for (int64_t b = 0; b < a.batch; ++b) {
-    const float s_dec = T::nv ? a.s_dec[b] : 1.0f;
+    const float s_dec = T::nv ? load_at(a.s_dec, b) : 1.0f;
     const uint8_t* data_b = data + b * plan.data_batch_bytes;
     const uint8_t* scales_b = a.scales + b * plan.scale_batch_bytes;
     for (const Segment& s : plan.segments) {

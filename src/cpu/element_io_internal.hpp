@@ -42,6 +42,19 @@ inline void store_float(void* data, DType t, int64_t index, float x) {
   std::memcpy(bytes, &h, sizeof h);
 }
 
+// Element i of a caller's float / int32 array, which need not be aligned (numpy can pass
+// unaligned arrays; dereferencing them would be undefined behaviour).
+template <class T>
+inline T load_at(const T* p, int64_t i) {
+  T v;
+  std::memcpy(&v, p + i, sizeof v);
+  return v;
+}
+template <class T>
+inline void store_at(T* p, int64_t i, T v) {
+  std::memcpy(p + i, &v, sizeof v);
+}
+
 // Bytes of `n` codes of `bits` bits (n even for 4-bit codes).
 constexpr int64_t code_bytes(int64_t n, int bits) { return bits == 8 ? n : n / 2; }
 

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "backend.hpp"
+#include "cpu/element_io_internal.hpp"
 #include "parallel.hpp"
 
 namespace mxq::cpu {
@@ -21,7 +22,7 @@ void for_each_group(const TokenGroups& groups, int64_t M, int64_t A, Fn&& fn) {
   int64_t end = 0, padded_end = 0;
   for (int64_t g = 0; g < groups.count; ++g) {
     const int64_t begin = end, padded_begin = padded_end;
-    end = num::clamp_group_end(groups.ends[g], begin, M);
+    end = num::clamp_group_end(load_at(groups.ends, g), begin, M);
     padded_end = padded_begin + num::round_up(end - begin, A);
     fn(g, GroupSpan{begin, end, padded_begin, padded_end});
   }
@@ -68,8 +69,8 @@ Status pad(const PadArgs& args, int64_t out_rows) {
       std::memcpy(out + (s.padded_begin + r - s.begin) * row_bytes, row_ptr(args.input, r), row_bytes);
     });
     zero_rows(out, row_bytes, s.padded_begin + (s.end - s.begin), s.padded_end);
-    args.padded_starts[g] = static_cast<int32_t>(s.padded_begin);
-    args.padded_ends[g] = static_cast<int32_t>(s.padded_end);
+    store_at(args.padded_starts, g, static_cast<int32_t>(s.padded_begin));
+    store_at(args.padded_ends, g, static_cast<int32_t>(s.padded_end));
     written = s.padded_end;
   });
   zero_rows(out, row_bytes, written, out_rows);

@@ -46,7 +46,7 @@ inline std::vector<int64_t> clamped_group_ends(const TokenGroups& groups, int64_
   std::vector<int64_t> ends(static_cast<size_t>(groups.count));
   int64_t prev = 0;
   for (int64_t g = 0; g < groups.count; ++g) {
-    prev = num::clamp_group_end(groups.ends[g], prev, M);
+    prev = num::clamp_group_end(load_at(groups.ends, g), prev, M);
     ends[static_cast<size_t>(g)] = prev;
   }
   return ends;

@@ -118,9 +118,9 @@ void write_padded_offsets(const QuantizeArgs& args) {
   const std::vector<int64_t> starts = padded_group_starts(ends, A);
   int64_t prev = 0;
   for (size_t i = 0; i < ends.size(); ++i) {
-    if (args.out.padded_starts) args.out.padded_starts[i] = static_cast<int32_t>(starts[i]);
+    if (args.out.padded_starts) store_at(args.out.padded_starts, int64_t(i), static_cast<int32_t>(starts[i]));
     if (args.out.padded_ends) {
-      args.out.padded_ends[i] = static_cast<int32_t>(starts[i] + num::round_up(ends[i] - prev, A));
+      store_at(args.out.padded_ends, int64_t(i), static_cast<int32_t>(starts[i] + num::round_up(ends[i] - prev, A)));
     }
     prev = ends[i];
   }
@@ -149,7 +149,7 @@ Status quantize_format(const QuantizeArgs& args, const QuantizeSizes& sizes) {
   std::vector<float> amax(static_cast<size_t>(in.batch), 0.0f);
   if constexpr (T::nv) {
     if (args.tensor_amax != nullptr) {
-      std::copy(args.tensor_amax, args.tensor_amax + in.batch, amax.begin());
+      std::memcpy(amax.data(), args.tensor_amax, static_cast<size_t>(in.batch) * sizeof(float));
     } else {
       Status st = cpu::tensor_amax(in, amax.data());
       if (!st.ok()) return st;
@@ -162,8 +162,8 @@ Status quantize_format(const QuantizeArgs& args, const QuantizeSizes& sizes) {
       const num::Nvfp4TensorScale ts = num::nvfp4_tensor_scale(amax[static_cast<size_t>(b)]);
       ctx.s_enc = ts.s_enc;
       ctx.s_dec = ts.s_dec;
-      if (out.s_enc) out.s_enc[b] = ts.s_enc;
-      if (out.s_dec) out.s_dec[b] = ts.s_dec;
+      if (out.s_enc) store_at(out.s_enc, b, ts.s_enc);
+      if (out.s_dec) store_at(out.s_dec, b, ts.s_dec);
     }
     if (rowwise) {
       quantize_rowwise<T>(in, b, row_plan, ctx, static_cast<uint8_t*>(out.row_data), out.row_scales);

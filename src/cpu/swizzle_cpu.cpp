@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "backend.hpp"
+#include "cpu/element_io_internal.hpp"
 
 namespace mxq::cpu {
 namespace {
@@ -30,7 +31,7 @@ void for_each_placement(const SwizzleArgs& a, Fn&& fn) {
       int64_t end = 0, start_row = 0;
       for (int64_t g = 0; g < a.groups.count; ++g) {
         const int64_t begin = end;
-        end = num::clamp_group_end(a.groups.ends[g], begin, R);
+        end = num::clamp_group_end(load_at(a.groups.ends, g), begin, R);
         const int64_t base = start_row * num::blocked_cols(C);
         for (int64_t i = 0; i < end - begin; ++i)
           for (int64_t c = 0; c < C; ++c) fn((begin + i) * C + c, base + num::blocked_offset(i, c, nc));
@@ -44,7 +45,7 @@ void for_each_placement(const SwizzleArgs& a, Fn&& fn) {
       int64_t end = 0, start_col = 0;
       for (int64_t g = 0; g < a.groups.count; ++g) {
         const int64_t begin = end;
-        end = num::clamp_group_end(a.groups.ends[g], begin, C);
+        end = num::clamp_group_end(load_at(a.groups.ends, g), begin, C);
         const int64_t q = num::blocked_cols(end - begin);
         const int64_t base = Rp * start_col;
         for (int64_t r = 0; r < R; ++r)

@@ -24,7 +24,7 @@ Status tensor_amax(const TensorView& input, float* out) {
       while (local > seen && !amax_bits.compare_exchange_weak(seen, local)) {
       }
     });
-    out[b] = num::u2f(amax_bits.load());
+    store_at(out, b, num::u2f(amax_bits.load()));
   }
   return Status();
 }

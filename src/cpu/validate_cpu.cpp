@@ -2,6 +2,7 @@
 #include <string>
 
 #include "backend.hpp"
+#include "cpu/element_io_internal.hpp"
 
 namespace mxq::cpu {
 namespace {
@@ -14,7 +15,7 @@ Status bad_end(int64_t g, int64_t e, const std::string& rule) {
 Status validate_group_ends(const TokenGroups& groups, int64_t M) {
   int64_t prev = 0;
   for (int64_t g = 0; g < groups.count; ++g) {
-    const int64_t e = groups.ends[g];
+    const int64_t e = load_at(groups.ends, g);
     if (e < 0) return bad_end(g, e, "is negative");
     if (e > M) return bad_end(g, e, "is greater than M (" + std::to_string(M) + ")");
     if (e < prev)
