@@ -3,6 +3,11 @@
 // command-line and input errors with their exit codes, and atomic output.
 #include <nlohmann/json.hpp>
 
+#include <dirent.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
 #include <fstream>
 #include <sstream>
 
@@ -396,15 +401,79 @@ TEST(Writer, UncommittedOutputLeavesNothing) {
     st::SafetensorsWriter writer(dir / "x.safetensors", {{"a", "U8", {4}}, {"b", "U8", {4}}}, {});
     const uint8_t bytes[4] = {1, 2, 3, 4};
     writer.write("a", bytes, 4);
-    EXPECT_THROW(writer.write("a", bytes, 1), st::SafetensorsError);  // past its size
-    EXPECT_THROW(writer.commit(), st::SafetensorsError);              // b never written
+    EXPECT_THROW(writer.write("a", bytes, 1), st::WriteError);  // past its size
+    EXPECT_THROW(writer.commit(), st::WriteError);              // b never written
   }
   EXPECT_FALSE(file_exists(dir / "x.safetensors"));
   const RunResult ls = run_mxq("inspect " + dir.path());  // the directory holds nothing at all
   EXPECT_NE(ls.exit_code, 0);
   EXPECT_EQ(std::system(("test -z \"$(ls -A '" + dir.path() + "')\"").c_str()), 0);
   EXPECT_THROW(st::SafetensorsWriter(dir / "y.safetensors", {{"a", "U8", {1}}, {"a", "U8", {1}}}, {}),
-               st::SafetensorsError);
+               st::WriteError);
+}
+
+}  // namespace
+}  // namespace mxq::clitest
+
+namespace mxq::clitest {
+namespace {
+
+int temp_files_in(const std::string& dir) {
+  int n = 0;
+  if (DIR* d = ::opendir(dir.c_str())) {
+    while (const dirent* e = ::readdir(d)) n += std::string(e->d_name).rfind(".mxq-tmp-", 0) == 0;
+    ::closedir(d);
+  }
+  return n;
+}
+
+// A run stopped by SIGTERM or SIGINT while it writes leaves no temporary file behind.
+TEST(Writer, SignalsRemoveTheTemporaryFile) {
+  ScratchDir dir;
+  std::vector<Tensor> big;
+  for (int i = 0; i < 8; ++i) big.push_back(normal_tensor("l" + std::to_string(i) + ".weight", "BF16", {1024, 4096}, i));
+  write_checkpoint(dir / "in.safetensors", big);
+  for (int sig : {SIGTERM, SIGINT}) {
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      ::execl(MXQ_CLI_PATH, "mxq", "quantize", (dir / "in.safetensors").c_str(), (dir / "q.safetensors").c_str(),
+              "--format", "mxfp8", "--backend", "cpu", "--force", "--quiet", static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    bool seen = false;  // wait until the temporary file exists, then stop the run
+    for (int i = 0; i < 20000 && !seen; ++i) {
+      seen = temp_files_in(dir.path()) > 0;
+      if (!seen) ::usleep(500);
+    }
+    ::kill(pid, sig);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (!seen || !WIFSIGNALED(status)) GTEST_SKIP() << "the run ended before it could be stopped";
+    EXPECT_EQ(WTERMSIG(status), sig);
+    EXPECT_EQ(temp_files_in(dir.path()), 0) << "signal " << sig;
+    EXPECT_FALSE(file_exists(dir / "q.safetensors"));
+  }
+}
+
+// Outputs get the mode new files get (0666 less the umask), and a failed write is an I/O failure
+// (exit 1), not a malformed input (3).
+TEST(Writer, OutputModeFollowsTheUmaskAndWriteFailuresExitOne) {
+  ScratchDir dir;
+  write_checkpoint(dir / "in.safetensors", {normal_tensor("a.weight", "BF16", {8, 64}, 1)});
+  const std::string mxq = MXQ_CLI_PATH;
+  ASSERT_EQ(std::system(("umask 077; " + mxq + " quantize " + dir / "in.safetensors " + dir / "p.safetensors" +
+                         " --format mxfp8 > /dev/null").c_str()), 0);
+  struct stat st {};
+  ASSERT_EQ(::stat((dir / "p.safetensors").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  ASSERT_EQ(std::system(("umask 022; " + mxq + " quantize " + dir / "in.safetensors " + dir / "g.safetensors" +
+                         " --format mxfp8 > /dev/null").c_str()), 0);
+  ASSERT_EQ(::stat((dir / "g.safetensors").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  const RunResult missing = run_mxq("quantize " + dir / "in.safetensors " + dir / "no/such/dir/q.safetensors --format mxfp8");
+  EXPECT_EQ(missing.exit_code, 1) << missing.output;
+  EXPECT_NE(missing.output.find("cannot create a temporary file"), std::string::npos) << missing.output;
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <climits>
@@ -13,6 +14,7 @@
 #include <sstream>
 
 #include "cli_error.hpp"
+#include "temp_files.hpp"
 
 namespace mxq::cli {
 namespace {
@@ -37,17 +39,28 @@ std::string read_file(const std::string& path) {
 }  // namespace
 
 void write_file_atomically(const std::string& path, const std::string& text) {
-  const std::string temp = path + ".mxq-tmp";
-  {
-    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
-    out << text;
-    out.flush();
-    if (!out) throw CliError(kExitFailure, temp + ": write failed");
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  std::string temp;
+  const int fd = st::create_temp_file(dir, path, &temp);
+  const char* p = text.data();
+  size_t left = text.size();
+  while (left > 0) {
+    const ssize_t n = ::write(fd, p, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    p += n;
+    left -= static_cast<size_t>(n);
   }
-  if (std::rename(temp.c_str(), path.c_str()) != 0) {
-    std::remove(temp.c_str());
-    throw CliError(kExitFailure, path + ": cannot rename: " + std::strerror(errno));
+  const bool written = left == 0 && ::fsync(fd) == 0;
+  ::close(fd);
+  if (!written || std::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string why = std::strerror(errno);
+    ::unlink(temp.c_str());
+    st::forget_temp_file(temp);
+    throw CliError(kExitFailure, path + ": cannot write: " + why);
   }
+  st::forget_temp_file(temp);
 }
 
 CheckpointOutput::CheckpointOutput(const Checkpoint& in, const std::string& out, bool overwrite)

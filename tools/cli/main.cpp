@@ -9,9 +9,11 @@
 #include "cli_error.hpp"
 #include "commands.hpp"
 #include "safetensors_reader.hpp"
+#include "temp_files.hpp"
 
 int main(int argc, char** argv) {
   using namespace mxq::cli;
+  mxq::st::remove_temp_files_on_signals();
   CLI::App app{"mxq: microscaling quantization (MXFP8, MXFP4, NVFP4) of MoE tensors and checkpoints",
                "mxq"};
   app.set_version_flag("--version", std::string("mxq ") + mxq::version());

@@ -16,7 +16,7 @@ namespace mxq::st {
 namespace {
 
 [[noreturn]] void fail(const std::string& path, const std::string& message) {
-  throw SafetensorsError(path + ": " + message);
+  throw WriteError(path + ": " + message);
 }
 
 std::string directory_of(const std::string& path) {
@@ -52,10 +52,7 @@ SafetensorsWriter::SafetensorsWriter(const std::string& path, std::vector<Tensor
   std::string text = header.empty() ? std::string("{}") : header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // tensor data starts 8-byte aligned
 
-  temp_path_ = directory_of(path) + "/.mxq-tmp-XXXXXX";
-  fd_ = ::mkstemp(temp_path_.data());
-  if (fd_ < 0) fail(path, std::string("cannot create a temporary file: ") + std::strerror(errno));
-  ::fchmod(fd_, 0644);
+  fd_ = create_temp_file(directory_of(path), path, &temp_path_);
   uint8_t length[8];
   for (int i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(text.size() >> (8 * i));
   write_all(length, 8);
@@ -64,7 +61,10 @@ SafetensorsWriter::SafetensorsWriter(const std::string& path, std::vector<Tensor
 
 SafetensorsWriter::~SafetensorsWriter() {
   if (fd_ >= 0) ::close(fd_);
-  if (!committed_ && !temp_path_.empty()) ::unlink(temp_path_.c_str());
+  if (!committed_ && !temp_path_.empty()) {
+    ::unlink(temp_path_.c_str());
+    forget_temp_file(temp_path_);
+  }
 }
 
 void SafetensorsWriter::write_all(const void* data, uint64_t bytes) {
@@ -105,6 +105,7 @@ void SafetensorsWriter::commit() {
   fd_ = -1;
   if (::rename(temp_path_.c_str(), path_.c_str()) != 0)
     fail(path_, std::string("cannot rename the temporary file: ") + std::strerror(errno));
+  forget_temp_file(temp_path_);
   committed_ = true;
 }
 

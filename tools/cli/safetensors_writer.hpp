@@ -4,6 +4,7 @@
 // directory that commit() fsyncs and renames over the target: an interrupted run leaves either the
 // old file or none, never a truncated one.
 #pragma once
+#include "temp_files.hpp"
 #include <cstdint>
 #include <map>
 #include <string>
@@ -22,7 +23,7 @@ struct TensorSpec {
 
 class SafetensorsWriter {
  public:
-  // Throws SafetensorsError for duplicate or empty names, unknown dtypes, I/O errors.
+  // Throws WriteError (temp_files.hpp) for duplicate or empty names, unknown dtypes, I/O errors.
   SafetensorsWriter(const std::string& path, std::vector<TensorSpec> tensors,
                     const std::map<std::string, std::string>& metadata);
   ~SafetensorsWriter();  // removes the temporary file unless commit() succeeded
