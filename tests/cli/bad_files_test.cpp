@@ -105,6 +105,19 @@ TEST(BadFiles, HeaderLimits) {
   EXPECT_EQ(st::SafetensorsView::parse(zero.data(), zero.size(), "h").tensors()[0].elements(), 0);
 }
 
+// A file that is no safetensors file (a symlinked shard pointing at a private file, say): the
+// message does not show its first bytes as a header length.
+TEST(BadFiles, MessagesDoNotShowTheFilesBytes) {
+  ScratchDir dir;
+  write_text(dir / "secret.safetensors", "PRIVATEKEY-0123456789");
+  uint64_t n = 0;
+  std::memcpy(&n, "PRIVATEK", 8);
+  const RunResult r = run_mxq("inspect " + dir / "secret.safetensors");
+  EXPECT_EQ(r.exit_code, 3);
+  EXPECT_NE(r.output.find("not a safetensors file?"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find(std::to_string(n)), std::string::npos) << r.output;
+}
+
 TEST(BadFiles, TruncatedImagesOfAGoodFileAreRejected) {
   ScratchDir dir;
   write_checkpoint(dir / "good.safetensors", {normal_tensor("w", "BF16", {4, 32}, 1)});

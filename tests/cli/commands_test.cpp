@@ -427,6 +427,19 @@ int temp_files_in(const std::string& dir) {
   return n;
 }
 
+// Names and metadata from a file cannot drive the terminal: control characters print as \xNN.
+TEST(Inspect, ControlCharactersArePrintedEscaped) {
+  ScratchDir dir;
+  write_checkpoint(dir / "in.safetensors", {normal_tensor("evil\x1b[2Jname.weight", "BF16", {8, 64}, 1)},
+                   {{"note\x07", "ring\x1b]0;title\x07"}});
+  const RunResult r = run_mxq("inspect " + dir / "in.safetensors");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output.find('\x1b'), std::string::npos);
+  EXPECT_EQ(r.output.find('\x07'), std::string::npos);
+  EXPECT_NE(r.output.find("evil\\x1B[2Jname.weight"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("note\\x07 = ring\\x1B]0;title\\x07"), std::string::npos) << r.output;
+}
+
 // A run stopped by SIGTERM or SIGINT while it writes leaves no temporary file behind.
 TEST(Writer, SignalsRemoveTheTemporaryFile) {
   ScratchDir dir;

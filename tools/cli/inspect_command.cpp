@@ -104,12 +104,12 @@ void print_settings(const st::SafetensorsView& view) {
     const auto json = nlohmann::json::parse(config->second, nullptr, false);
     if (json.is_object() && json.contains("format"))
       std::printf("  quantization_config: %s, %s, %zu modules ignored\n",
-                  json.value("quant_method", "?").c_str(), json.value("format", "?").c_str(),
+                  printable(json.value("quant_method", "?")).c_str(), printable(json.value("format", "?")).c_str(),
                   json.contains("ignore") && json["ignore"].is_array() ? json["ignore"].size() : 0);
   }
   for (const auto& [key, value] : view.metadata())
     if (key.rfind("mxq_", 0) != 0 && key != "quantization_config")
-      std::printf("  metadata %s = %.60s\n", key.c_str(), value.c_str());
+      std::printf("  metadata %s = %.60s\n", printable(key).c_str(), printable(value).c_str());
 }
 
 void run_inspect(const InspectOptions& opt) {

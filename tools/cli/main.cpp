@@ -9,6 +9,7 @@
 #include "cli_error.hpp"
 #include "commands.hpp"
 #include "safetensors_reader.hpp"
+#include "table.hpp"
 #include "temp_files.hpp"
 
 int main(int argc, char** argv) {
@@ -30,15 +31,15 @@ int main(int argc, char** argv) {
     return code == 0 ? kExitOk : kExitUsage;
   } catch (const mxq::st::SafetensorsError& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "mxq: error: %s\n", e.what());
+    std::fprintf(stderr, "mxq: error: %s\n", printable(e.what()).c_str());
     return kExitBadInput;
   } catch (const CliError& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "mxq: error: %s\n", e.what());
+    std::fprintf(stderr, "mxq: error: %s\n", printable(e.what()).c_str());
     return e.exit_code();
   } catch (const std::exception& e) {
     std::fflush(stdout);
-    std::fprintf(stderr, "mxq: error: %s\n", e.what());
+    std::fprintf(stderr, "mxq: error: %s\n", printable(e.what()).c_str());
     return kExitFailure;
   }
   return kExitOk;

@@ -1,5 +1,7 @@
 #include "progress.hpp"
 
+#include "table.hpp"
+
 #include <unistd.h>
 
 #include <cstdio>
@@ -30,7 +32,7 @@ void Progress::draw(const std::string& label) {
   const double rate = seconds > 0 ? done_ / seconds : 0.0;  // bytes per second so far
   const double eta = rate > 0 ? (total_ - done_) / rate : 0.0;
   std::fprintf(stderr, "\r[%s%s] %5.1f%%  %8.1f MB/s  ETA %4.0f s  %-40.40s", std::string(filled, '#').c_str(),
-               std::string(kWidth - filled, '.').c_str(), 100 * fraction, rate / 1e6, eta, label.c_str());
+               std::string(kWidth - filled, '.').c_str(), 100 * fraction, rate / 1e6, eta, printable(label).c_str());
   std::fflush(stderr);
 }
 

@@ -176,10 +176,12 @@ SafetensorsView SafetensorsView::parse(const uint8_t* image, size_t size,
                                  " bytes)");
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | image[i];  // little-endian
-  if (n > kMaxHeaderBytes) fail(origin, "header length " + std::to_string(n) + " exceeds the limit");
+  // The length's value is not printed: for a file that is no safetensors file at all it is just
+  // its first 8 bytes, which are not ours to show.
+  if (n > kMaxHeaderBytes)
+    fail(origin, "header length exceeds the limit of " + std::to_string(kMaxHeaderBytes) + " bytes (not a safetensors file?)");
   if (n > size - 8)
-    fail(origin, "header length " + std::to_string(n) + " is larger than the file (" +
-                     std::to_string(size) + " bytes)");
+    fail(origin, "header length is larger than the file (" + std::to_string(size) + " bytes; not a safetensors file?)");
 
   const char* text = reinterpret_cast<const char*>(image + 8);
   const json header = parse_header(text, text + n, origin);

@@ -4,6 +4,26 @@
 #include <cctype>
 
 namespace mxq::cli {
+
+std::string printable(const std::string& s) {
+  std::string out;
+  out.reserve(s.size());
+  for (const unsigned char c : s) {
+    if (c < 0x20 || c == 0x7F) {
+      char hex[5];
+      std::snprintf(hex, sizeof hex, "\\x%02X", c);
+      out += hex;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out;
+}
+
+void Table::add(std::vector<std::string> row) {
+  for (std::string& cell : row) cell = printable(cell);
+  rows_.push_back(std::move(row));
+}
 namespace {
 
 bool looks_numeric(const std::string& s) {
