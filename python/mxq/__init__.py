@@ -58,7 +58,13 @@ def _np_mod():
 
 
 def _is_numpy(x):
-    return type(x).__module__ == "numpy"
+    """True for numpy arrays; for anything but a numpy array or a torch tensor, InvalidArgument."""
+    module = type(x).__module__
+    if module == "numpy":
+        return True
+    if module.startswith("torch"):
+        return False
+    raise InvalidArgument(f"expected a numpy array or a torch tensor (got {type(x).__name__})")
 
 
 def register_torch_ops():
@@ -158,7 +164,7 @@ def unswizzle(blocked, shape, group_ends=None, group_axis="none"):
 def validate_group_ends(group_ends, rows):
     """Raises InvalidOffsets (naming the first bad index) unless the ends are monotone and within
     [0, rows]. The only op that synchronises (it reads device offsets on the host)."""
-    if not (_is_numpy(group_ends) or isinstance(group_ends, (list, tuple))):
+    if not (isinstance(group_ends, (list, tuple)) or _is_numpy(group_ends)):
         group_ends = group_ends.detach().cpu().numpy()  # a torch tensor: read on the host
     return _core.validate_group_ends(_np_mod().ADAPTER, group_ends, rows)
 

@@ -154,7 +154,7 @@ def _check_batch_floats(what, a, batch):
 
 
 def _logical_shape(shape):
-    shape = tuple(shape)
+    shape = tuple(_int("shape", d, 0) for d in shape)
     if len(shape) == 2:
         return False, 1, shape[0], shape[1]
     if len(shape) == 3:
@@ -202,9 +202,26 @@ def pad(A, x, group_ends, alignment, with_amax=False):
     return out, starts, pends, amax
 
 
+def _int(what, value, low=-2**63, high=2**63 - 1):
+    """An integer argument in [low, high] (ctypes would wrap larger ones silently)."""
+    if isinstance(value, bool) or not hasattr(value, "__index__"):
+        raise _invalid(f"{what} must be an integer (got {value!r})")
+    value = value.__index__()
+    if not low <= value <= high:
+        raise _invalid(f"{what} ({value}) must be in [{low}, {high}]")
+    return value
+
+
+def _one_byte(A, what, a):
+    if A.itemsize(a) != 1:
+        raise _invalid(f"{what} must have a one-byte dtype (uint8 or int8; got itemsize "
+                       f"{A.itemsize(a)})")
+
+
 def unpad(A, x, group_ends, alignment, rows, with_amax=False):
     """(out, amax): the inverse of pad, (rows, width), rows past the last end 0; amax as in pad."""
     lib = library()
+    rows = _int("rows", rows, 0)
     x, view, batched = A.input_view(x)
     if batched:
         raise _invalid(f"unpad takes a 2-D tensor (got {view[1]} batches)")
@@ -228,6 +245,7 @@ def swizzle(A, scales, group_ends, group_axis):
     """Linear ([B,] R, C) scale bytes -> the blocked 128x4 layout, flat (per batch)."""
     lib = library()
     scales = A.contiguous(scales)
+    _one_byte(A, "scales", scales)
     axis, batched, B, R, C, ends, G = _swizzle_fields(A, A.shape(scales), group_axis, group_ends,
                                                       scales)
     backend, stream = A.exec_args(scales)
@@ -247,6 +265,7 @@ def unswizzle(A, blocked, shape, group_ends, group_axis):
     """The inverse of swizzle: the blocked buffer back to linear `shape` = ([B,] R, C)."""
     lib = library()
     blocked = A.contiguous(blocked)
+    _one_byte(A, "blocked scales", blocked)
     axis, batched, B, R, C, ends, G = _swizzle_fields(A, shape, group_axis, group_ends, blocked)
     _check_bytes(A, "blocked scales", blocked, _shapes.swizzle_shape(batched, B, R, C, group_axis, G))
     backend, stream = A.exec_args(blocked)
@@ -259,6 +278,7 @@ def unswizzle(A, blocked, shape, group_ends, group_axis):
 def validate_group_ends(A, group_ends, rows):
     """Raises InvalidOffsets naming the first bad index. Synchronises the stream (cuda)."""
     lib = library()
+    rows = _int("rows", rows)
     ends = A.int32_vector(group_ends, group_ends)
     backend, stream = A.exec_args(ends)
     groups = _token_groups.fill(A.ptr(ends), _len(ends))

@@ -69,6 +69,10 @@ class NumpyAdapter:
         return a.nbytes
 
     @staticmethod
+    def itemsize(a):
+        return a.itemsize
+
+    @staticmethod
     def shape(a):
         return a.shape
 

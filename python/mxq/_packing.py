@@ -34,6 +34,7 @@ class Packer:
             names.append(name)
         fmt.append("x" * (ctypes.sizeof(cls) - pos))
         self.field_names = tuple(names)
+        self._codes = tuple(_CODES[ctype] for _, _, ctype in _leaves(cls, 0))
         self._struct = struct.Struct("".join(fmt))
         assert self._struct.size == ctypes.sizeof(cls)
         self._pack_into = self._struct.pack_into
@@ -45,5 +46,20 @@ class Packer:
             inst = self._local.inst
         except AttributeError:
             inst = self._local.inst = self.cls()
-        self._pack_into(inst, 0, *values)
+        try:
+            self._pack_into(inst, 0, *values)
+        except struct.error:
+            raise self._bad_field(values) from None
         return inst
+
+    def _bad_field(self, values):
+        """The InvalidArgument naming the first value its C field cannot hold."""
+        from .errors import InvalidArgument
+        for name, code, value in zip(self.field_names, self._codes, values):
+            try:
+                struct.pack("=" + code, value)
+            except struct.error:
+                kind = {"i": "int32", "q": "int64", "Q": "pointer"}[code]
+                return InvalidArgument(f"{name} ({value!r}) is not an integer that fits the C "
+                                       f"field ({kind})")
+        return InvalidArgument("an argument does not fit its C field")

@@ -60,6 +60,27 @@ def test_invalid_python_arguments(call):
         call()
 
 
+@pytest.mark.parametrize("call,message", [
+    (lambda: mxq.quantize(X, pad_rowwise=2**40, group_ends=[64]), "pad_rowwise (1099511627776) is not an integer that fits"),
+    (lambda: mxq.quantize(X, pad_rowwise=1.5, group_ends=[64]), "pad_rowwise (1.5) is not an integer"),
+    (lambda: mxq.pad(X, [64], alignment=2.0), "alignment (2.0) is not an integer"),
+    (lambda: mxq.unpad(X, [64], -1), "rows (-1) must be in [0,"),
+    (lambda: mxq.unpad(X, [64], 1.5), "rows must be an integer"),
+    (lambda: mxq.validate_group_ends(np.array([1], np.int32), 2**64 + 10), "rows (18446744073709551626) must be in"),
+    (lambda: mxq.quantize([[1.0] * 32] * 32), "expected a numpy array or a torch tensor (got list)"),
+    (lambda: mxq.tensor_amax(3.0), "expected a numpy array or a torch tensor (got float)"),
+    (lambda: mxq.swizzle(np.ones((4, 4), np.float32)), "scales must have a one-byte dtype"),
+    (lambda: mxq.unswizzle(np.ones(512, np.int32), (4, 4)), "blocked scales must have a one-byte dtype"),
+    (lambda: mxq.dequantize(np.ones((64, 64), np.uint8), np.ones(512, np.uint8), (64, -64)), "shape (-64) must be in [0,"),
+])
+def test_python_arguments_raise_mxq_errors(call, message):
+    """Out-of-range or non-integer numbers and non-arrays are InvalidArgument, never struct.error,
+    a numpy error, a silently wrapped integer or uninitialised output."""
+    with pytest.raises(mxq.InvalidArgument) as e:
+        call()
+    assert message in str(e.value)
+
+
 def test_dequantize_checks_buffer_sizes():
     q = mxq.quantize(X)
     with pytest.raises(mxq.InvalidArgument, match="data has 4032 bytes"):
