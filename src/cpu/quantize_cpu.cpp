@@ -149,7 +149,7 @@ Status quantize_format(const QuantizeArgs& args, const QuantizeSizes& sizes) {
   std::vector<float> amax(static_cast<size_t>(in.batch), 0.0f);
   if constexpr (T::nv) {
     if (args.tensor_amax != nullptr) {
-      std::memcpy(amax.data(), args.tensor_amax, static_cast<size_t>(in.batch) * sizeof(float));
+      if (in.batch > 0) std::memcpy(amax.data(), args.tensor_amax, static_cast<size_t>(in.batch) * sizeof(float));
     } else {
       Status st = cpu::tensor_amax(in, amax.data());
       if (!st.ok()) return st;
