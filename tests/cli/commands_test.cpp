@@ -469,24 +469,66 @@ TEST(Writer, SignalsRemoveTheTemporaryFile) {
   }
 }
 
-// Outputs get the mode new files get (0666 less the umask), and a failed write is an I/O failure
-// (exit 1), not a malformed input (3).
-TEST(Writer, OutputModeFollowsTheUmaskAndWriteFailuresExitOne) {
+// Outputs get the permission bits of the input they replace, less the umask, and a failed write is
+// an I/O failure (exit 1), not a malformed input (3).
+TEST(Writer, OutputModesFollowTheInputAndTheUmask) {
   ScratchDir dir;
   write_checkpoint(dir / "in.safetensors", {normal_tensor("a.weight", "BF16", {8, 64}, 1)});
   const std::string mxq = MXQ_CLI_PATH;
-  ASSERT_EQ(std::system(("umask 077; " + mxq + " quantize " + dir / "in.safetensors " + dir / "p.safetensors" +
+  auto mode_of = [](const std::string& path) {
+    struct stat st {};
+    EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+    return st.st_mode & 0777;
+  };
+  ASSERT_EQ(::chmod((dir / "in.safetensors").c_str(), 0640), 0);
+  ASSERT_EQ(std::system(("umask 022; " + mxq + " quantize " + dir / "in.safetensors " + dir / "a.safetensors" +
                          " --format mxfp8 > /dev/null").c_str()), 0);
-  struct stat st {};
-  ASSERT_EQ(::stat((dir / "p.safetensors").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0600u);
-  ASSERT_EQ(std::system(("umask 022; " + mxq + " quantize " + dir / "in.safetensors " + dir / "g.safetensors" +
+  EXPECT_EQ(mode_of(dir / "a.safetensors"), 0640u);
+  ASSERT_EQ(::chmod((dir / "in.safetensors").c_str(), 0666), 0);
+  ASSERT_EQ(std::system(("umask 077; " + mxq + " quantize " + dir / "in.safetensors " + dir / "b.safetensors" +
                          " --format mxfp8 > /dev/null").c_str()), 0);
-  ASSERT_EQ(::stat((dir / "g.safetensors").c_str(), &st), 0);
-  EXPECT_EQ(st.st_mode & 0777, 0644u);
+  EXPECT_EQ(mode_of(dir / "b.safetensors"), 0600u);
   const RunResult missing = run_mxq("quantize " + dir / "in.safetensors " + dir / "no/such/dir/q.safetensors --format mxfp8");
   EXPECT_EQ(missing.exit_code, 1) << missing.output;
   EXPECT_NE(missing.output.find("cannot create a temporary file"), std::string::npos) << missing.output;
+}
+
+// An input truncated while it is mapped (reading past its new end raises SIGBUS): a message, the
+// malformed-input exit code, and no temporary file left behind.
+TEST(Writer, InputTruncatedWhileReadIsReported) {
+  ScratchDir dir;
+  std::vector<Tensor> big;
+  for (int i = 0; i < 8; ++i) big.push_back(normal_tensor("l" + std::to_string(i) + ".weight", "BF16", {1024, 4096}, i));
+  write_checkpoint(dir / "in.safetensors", big);
+  int pipe_fds[2];
+  ASSERT_EQ(::pipe(pipe_fds), 0);
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(pipe_fds[1], STDERR_FILENO);
+    ::execl(MXQ_CLI_PATH, "mxq", "quantize", (dir / "in.safetensors").c_str(), (dir / "q.safetensors").c_str(),
+            "--format", "mxfp8", "--backend", "cpu", "--quiet", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(pipe_fds[1]);
+  bool seen = false;  // wait until the output is being written, then cut the input short
+  for (int i = 0; i < 20000 && !seen; ++i) {
+    seen = temp_files_in(dir.path()) > 0;
+    if (!seen) ::usleep(500);
+  }
+  ASSERT_EQ(::truncate((dir / "in.safetensors").c_str(), 4096), 0);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  char buf[4096];
+  const ssize_t n = ::read(pipe_fds[0], buf, sizeof buf);
+  ::close(pipe_fds[0]);
+  const std::string err(buf, n > 0 ? size_t(n) : 0);
+  if (!seen || (WIFEXITED(status) && WEXITSTATUS(status) == 0))
+    GTEST_SKIP() << "the run ended before the input could be cut";
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 3) << err;
+  EXPECT_NE(err.find("truncated or changed while being read"), std::string::npos) << err;
+  EXPECT_EQ(temp_files_in(dir.path()), 0);
 }
 
 }  // namespace

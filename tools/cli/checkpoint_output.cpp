@@ -38,11 +38,11 @@ std::string read_file(const std::string& path) {
 
 }  // namespace
 
-void write_file_atomically(const std::string& path, const std::string& text) {
+void write_file_atomically(const std::string& path, const std::string& text, unsigned mode) {
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
   std::string temp;
-  const int fd = st::create_temp_file(dir, path, &temp);
+  const int fd = st::create_temp_file(dir, path, &temp, mode);
   const char* p = text.data();
   size_t left = text.size();
   while (left > 0) {
@@ -97,7 +97,8 @@ void CheckpointOutput::add_to_index(const std::string& tensor, size_t shard, uin
 void CheckpointOutput::finish(const std::function<void(nlohmann::json& config)>& edit_config) {
   if (!in_.is_directory()) return;
   nlohmann::json index = {{"metadata", {{"total_size", total_bytes_}}}, {"weight_map", weight_map_}};
-  write_file_atomically(out_ + "/" + Checkpoint::kIndexName, index.dump(2) + "\n");
+  write_file_atomically(out_ + "/" + Checkpoint::kIndexName, index.dump(2) + "\n",
+                        st::permission_bits(in_.directory() + "/" + Checkpoint::kIndexName));
 
   DIR* dir = ::opendir(in_.directory().c_str());
   if (!dir) throw CliError(kExitFailure, in_.directory() + ": cannot list");
@@ -127,7 +128,7 @@ void CheckpointOutput::finish(const std::function<void(nlohmann::json& config)>&
       edit_config(config);
       text = config.dump(2) + "\n";
     }
-    write_file_atomically(out_ + "/" + name, text);
+    write_file_atomically(out_ + "/" + name, text, st.st_mode & 0666);
   }
 }
 

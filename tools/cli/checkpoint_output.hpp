@@ -30,7 +30,7 @@ class CheckpointOutput {
   uint64_t total_bytes_ = 0;
 };
 
-// Writes `text` to `path` through a temporary file and a rename.
-void write_file_atomically(const std::string& path, const std::string& text);
+// Writes `text` to `path` through a temporary file and a rename; `mode` as SafetensorsWriter's.
+void write_file_atomically(const std::string& path, const std::string& text, unsigned mode = 0666);
 
 }  // namespace mxq::cli

@@ -96,7 +96,7 @@ void run_dequantize(const DequantizeOptions& opt) {
     std::map<std::string, std::string> metadata;
     for (const auto& [key, value] : view.metadata())
       if (key.rfind("mxq_", 0) != 0 && key != "quantization_config") metadata[key] = value;
-    st::SafetensorsWriter writer(out.shard_path(i), specs, metadata);
+    st::SafetensorsWriter writer(out.shard_path(i), specs, metadata, st::permission_bits(in.shard_path(i)));
     Progress progress(static_cast<int64_t>(specs.size()), !opt.quiet);
 
     for (size_t k = 0; k < specs.size(); ++k) {

@@ -189,7 +189,7 @@ void run_quantize(const QuantizeOptions& opt) {
     metadata.emplace("format", "pt");  // transformers refuses safetensors without it
     for (const auto& [key, value] : settings_metadata(s)) metadata[key] = value;
     metadata["quantization_config"] = config.dump();
-    st::SafetensorsWriter writer(out.shard_path(i), specs, metadata);
+    st::SafetensorsWriter writer(out.shard_path(i), specs, metadata, st::permission_bits(in.shard_path(i)));
 
     for (const Plan& p : plans) {
       const st::TensorInfo& t = *p.tensor;

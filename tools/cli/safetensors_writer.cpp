@@ -33,7 +33,7 @@ uint64_t TensorSpec::bytes() const {
 }
 
 SafetensorsWriter::SafetensorsWriter(const std::string& path, std::vector<TensorSpec> tensors,
-                                     const std::map<std::string, std::string>& metadata)
+                                     const std::map<std::string, std::string>& metadata, unsigned mode)
     : path_(path), tensors_(std::move(tensors)) {
   nlohmann::ordered_json header;
   if (!metadata.empty()) header["__metadata__"] = metadata;
@@ -52,7 +52,7 @@ SafetensorsWriter::SafetensorsWriter(const std::string& path, std::vector<Tensor
   std::string text = header.empty() ? std::string("{}") : header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // tensor data starts 8-byte aligned
 
-  fd_ = create_temp_file(directory_of(path), path, &temp_path_);
+  fd_ = create_temp_file(directory_of(path), path, &temp_path_, mode);
   uint8_t length[8];
   for (int i = 0; i < 8; ++i) length[i] = static_cast<uint8_t>(text.size() >> (8 * i));
   write_all(length, 8);

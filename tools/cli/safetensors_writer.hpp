@@ -24,8 +24,10 @@ struct TensorSpec {
 class SafetensorsWriter {
  public:
   // Throws WriteError (temp_files.hpp) for duplicate or empty names, unknown dtypes, I/O errors.
+  // `mode`: the permission bits the file gets, less the umask (the input's, for an output that
+  // replaces an input file).
   SafetensorsWriter(const std::string& path, std::vector<TensorSpec> tensors,
-                    const std::map<std::string, std::string>& metadata);
+                    const std::map<std::string, std::string>& metadata, unsigned mode = 0666);
   ~SafetensorsWriter();  // removes the temporary file unless commit() succeeded
   SafetensorsWriter(const SafetensorsWriter&) = delete;
   SafetensorsWriter& operator=(const SafetensorsWriter&) = delete;

@@ -18,25 +18,45 @@ std::atomic<bool> g_claimed[kSlots];  // a writer owns the slot
 std::atomic<bool> g_used[kSlots];     // its path is complete: the handler may remove it
 char g_paths[kSlots][kPathBytes];
 
-void on_signal(int sig) {
+int g_bus_exit_code = 1;
+
+void remove_all() {
   for (int i = 0; i < kSlots; ++i)
     if (g_used[i].load()) ::unlink(g_paths[i]);
+}
+
+void on_signal(int sig) {
+  remove_all();
   std::signal(sig, SIG_DFL);
   std::raise(sig);
 }
 
-mode_t creation_mode() {
-  static const mode_t mode = [] {
-    const mode_t mask = ::umask(0);
-    ::umask(mask);
-    return 0666 & ~mask;
+// A mapped input shrank under us: reading it faults. Async-signal-safe: write and _exit only.
+void on_bus_error(int) {
+  remove_all();
+  static const char message[] = "mxq: error: an input file was truncated or changed while being read\n";
+  const ssize_t ignored = ::write(STDERR_FILENO, message, sizeof message - 1);
+  (void)ignored;
+  ::_exit(g_bus_exit_code);
+}
+
+mode_t umask_bits() {
+  static const mode_t mask = [] {
+    const mode_t m = ::umask(0);
+    ::umask(m);
+    return m;
   }();
-  return mode;
+  return mask;
 }
 
 }  // namespace
 
-int create_temp_file(const std::string& dir, const std::string& for_path, std::string* path) {
+unsigned permission_bits(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0 ? (st.st_mode & 0666) : 0666;
+}
+
+int create_temp_file(const std::string& dir, const std::string& for_path, std::string* path, unsigned mode) {
   std::string name = dir + "/.mxq-tmp-XXXXXX";
   if (name.size() >= kPathBytes) throw WriteError(for_path + ": path too long");
   int slot = -1;
@@ -47,7 +67,7 @@ int create_temp_file(const std::string& dir, const std::string& for_path, std::s
     if (slot >= 0) g_claimed[slot].store(false);
     throw WriteError(for_path + ": cannot create a temporary file: " + std::strerror(errno));
   }
-  ::fchmod(fd, creation_mode());
+  ::fchmod(fd, (mode & 0666) & ~umask_bits());
   if (slot >= 0) {
     std::memcpy(g_paths[slot], name.c_str(), name.size() + 1);
     g_used[slot].store(true);
@@ -65,9 +85,11 @@ void forget_temp_file(const std::string& path) {
   }
 }
 
-void remove_temp_files_on_signals() {
-  creation_mode();  // read the umask once, before any thread exists
+void remove_temp_files_on_signals(int bus_exit_code) {
+  umask_bits();  // read the umask once, before any thread exists
+  g_bus_exit_code = bus_exit_code;
   for (int sig : {SIGINT, SIGTERM, SIGHUP}) std::signal(sig, on_signal);
+  std::signal(SIGBUS, on_bus_error);
 }
 
 }  // namespace mxq::st
