@@ -427,6 +427,30 @@ int temp_files_in(const std::string& dir) {
   return n;
 }
 
+// A 128 MB checkpoint: long enough to quantize that a test can act while the output is written.
+void write_big_checkpoint(const std::string& path) {
+  std::vector<Tensor> big;
+  for (int i = 0; i < 8; ++i) big.push_back(normal_tensor("l" + std::to_string(i) + ".weight", "BF16", {1024, 4096}, i));
+  write_checkpoint(path, big);
+}
+
+// Starts `mxq quantize IN OUT --format mxfp8 --backend cpu --force --quiet` (stderr to `stderr_fd`
+// when >= 0) and returns once its temporary output file exists (false: it never appeared).
+bool start_quantize(const ScratchDir& dir, int stderr_fd, pid_t* pid) {
+  *pid = ::fork();
+  if (*pid == 0) {
+    if (stderr_fd >= 0) ::dup2(stderr_fd, STDERR_FILENO);
+    ::execl(MXQ_CLI_PATH, "mxq", "quantize", (dir / "in.safetensors").c_str(), (dir / "q.safetensors").c_str(),
+            "--format", "mxfp8", "--backend", "cpu", "--force", "--quiet", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  for (int i = 0; i < 20000; ++i) {
+    if (temp_files_in(dir.path()) > 0) return true;
+    ::usleep(500);
+  }
+  return false;
+}
+
 // Names and metadata from a file cannot drive the terminal: control characters print as \xNN.
 TEST(Inspect, ControlCharactersArePrintedEscaped) {
   ScratchDir dir;
@@ -443,22 +467,11 @@ TEST(Inspect, ControlCharactersArePrintedEscaped) {
 // A run stopped by SIGTERM or SIGINT while it writes leaves no temporary file behind.
 TEST(Writer, SignalsRemoveTheTemporaryFile) {
   ScratchDir dir;
-  std::vector<Tensor> big;
-  for (int i = 0; i < 8; ++i) big.push_back(normal_tensor("l" + std::to_string(i) + ".weight", "BF16", {1024, 4096}, i));
-  write_checkpoint(dir / "in.safetensors", big);
+  write_big_checkpoint(dir / "in.safetensors");
   for (int sig : {SIGTERM, SIGINT}) {
-    const pid_t pid = ::fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      ::execl(MXQ_CLI_PATH, "mxq", "quantize", (dir / "in.safetensors").c_str(), (dir / "q.safetensors").c_str(),
-              "--format", "mxfp8", "--backend", "cpu", "--force", "--quiet", static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    bool seen = false;  // wait until the temporary file exists, then stop the run
-    for (int i = 0; i < 20000 && !seen; ++i) {
-      seen = temp_files_in(dir.path()) > 0;
-      if (!seen) ::usleep(500);
-    }
+    pid_t pid = 0;
+    const bool seen = start_quantize(dir, -1, &pid);
+    ASSERT_GT(pid, 0);
     ::kill(pid, sig);
     int status = 0;
     ::waitpid(pid, &status, 0);
@@ -497,25 +510,13 @@ TEST(Writer, OutputModesFollowTheInputAndTheUmask) {
 // malformed-input exit code, and no temporary file left behind.
 TEST(Writer, InputTruncatedWhileReadIsReported) {
   ScratchDir dir;
-  std::vector<Tensor> big;
-  for (int i = 0; i < 8; ++i) big.push_back(normal_tensor("l" + std::to_string(i) + ".weight", "BF16", {1024, 4096}, i));
-  write_checkpoint(dir / "in.safetensors", big);
+  write_big_checkpoint(dir / "in.safetensors");
   int pipe_fds[2];
   ASSERT_EQ(::pipe(pipe_fds), 0);
-  const pid_t pid = ::fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) {
-    ::dup2(pipe_fds[1], STDERR_FILENO);
-    ::execl(MXQ_CLI_PATH, "mxq", "quantize", (dir / "in.safetensors").c_str(), (dir / "q.safetensors").c_str(),
-            "--format", "mxfp8", "--backend", "cpu", "--quiet", static_cast<char*>(nullptr));
-    ::_exit(127);
-  }
+  pid_t pid = 0;
+  const bool seen = start_quantize(dir, pipe_fds[1], &pid);
+  ASSERT_GT(pid, 0);
   ::close(pipe_fds[1]);
-  bool seen = false;  // wait until the output is being written, then cut the input short
-  for (int i = 0; i < 20000 && !seen; ++i) {
-    seen = temp_files_in(dir.path()) > 0;
-    if (!seen) ::usleep(500);
-  }
   ASSERT_EQ(::truncate((dir / "in.safetensors").c_str(), 4096), 0);
   int status = 0;
   ::waitpid(pid, &status, 0);

@@ -1,12 +1,15 @@
 #include "temp_files.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstring>
+#include <random>
 
 namespace mxq::st {
 namespace {
@@ -57,23 +60,35 @@ unsigned permission_bits(const std::string& path) {
 }
 
 int create_temp_file(const std::string& dir, const std::string& for_path, std::string* path, unsigned mode) {
-  std::string name = dir + "/.mxq-tmp-XXXXXX";
-  if (name.size() >= kPathBytes) throw WriteError(for_path + ": path too long");
-  int slot = -1;
-  for (int i = 0; i < kSlots && slot < 0; ++i)
-    if (!g_claimed[i].exchange(true)) slot = i;
-  const int fd = ::mkstemp(name.data());  // O_CREAT | O_EXCL, mode 0600
-  if (fd < 0) {
-    if (slot >= 0) g_claimed[slot].store(false);
-    throw WriteError(for_path + ": cannot create a temporary file: " + std::strerror(errno));
+  static std::atomic<uint64_t> counter{0};
+  static const uint64_t seed = std::random_device{}() ^ (uint64_t(::getpid()) << 32);
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    char suffix[17];
+    std::snprintf(suffix, sizeof suffix, "%016llx",
+                  static_cast<unsigned long long>((seed + counter.fetch_add(1)) * 0x9E3779B97F4A7C15ull));
+    const std::string name = dir + "/.mxq-tmp-" + suffix;
+    if (name.size() >= kPathBytes) throw WriteError(for_path + ": path too long");
+    // The name is registered before the file exists, so that a signal at any moment finds it.
+    int slot = -1;
+    for (int i = 0; i < kSlots && slot < 0; ++i)
+      if (!g_claimed[i].exchange(true)) slot = i;
+    if (slot >= 0) {
+      std::memcpy(g_paths[slot], name.c_str(), name.size() + 1);
+      g_used[slot].store(true);
+    }
+    const int fd = ::open(name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    const int error = errno;
+    if (fd < 0 && slot >= 0) {
+      g_used[slot].store(false);
+      g_claimed[slot].store(false);
+    }
+    if (fd < 0 && error == EEXIST) continue;
+    if (fd < 0) throw WriteError(for_path + ": cannot create a temporary file: " + std::strerror(error));
+    ::fchmod(fd, (mode & 0666) & ~umask_bits());
+    *path = name;
+    return fd;
   }
-  ::fchmod(fd, (mode & 0666) & ~umask_bits());
-  if (slot >= 0) {
-    std::memcpy(g_paths[slot], name.c_str(), name.size() + 1);
-    g_used[slot].store(true);
-  }
-  *path = name;
-  return fd;
+  throw WriteError(for_path + ": cannot create a temporary file: no free name");
 }
 
 void forget_temp_file(const std::string& path) {
