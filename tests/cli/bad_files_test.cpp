@@ -61,7 +61,8 @@ TEST(BadFiles, MessagesNameTheRule) {
       {"offset_past_end", "past the data section"},
       {"invalid_json", "not valid JSON"},
       {"shape_overflow", "overflows"},
-      {"deep_nesting", "nests deeper"}};
+      {"deep_nesting", "nests deeper"},
+      {"too_many_dims", "more than 64 elements"}};
   for (const auto& [file, message] : expected) {
     const RunResult r =
         run_mxq("inspect " + std::string(MXQ_CLI_BAD_FILES_DIR) + "/" + file + ".safetensors");

@@ -46,6 +46,7 @@ CASES = {
     "metadata_not_strings": image({"__metadata__": {"k": 1}, "a": t("U8", [2], 0, 2)}, b"\0" * 2),
     "deep_nesting": image(b'{"a": ' + b"[" * 5000 + b"]" * 5000 + b"}"),
     "empty_name": image({"": t("U8", [2], 0, 2)}, b"\0" * 2),
+    "too_many_dims": image({"a": t("U8", [1] * 65, 0, 1)}, b"\0"),
 }
 
 for name, blob in CASES.items():
