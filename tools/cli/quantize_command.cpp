@@ -98,7 +98,7 @@ std::vector<Plan> plan_shard(const st::SafetensorsView& view, const QuantSetting
     Plan p{&t, false, layout == Layout::gpt_oss ? gpt_oss::kept_reason(t) : sel.kept_reason(t, s.format)};
     p.quantize = p.kept_reason.empty();
     const bool matrix = float_dtype(t.dtype) && (t.shape.size() == 2 || t.shape.size() == 3);
-    if (!matrix || p.kept_reason == "bias or 1-D") p.kept_reason.clear();  // plain copies
+    if (!matrix || p.kept_reason == kBiasOr1D) p.kept_reason.clear();  // plain copies
     plans.push_back(p);
   }
   return plans;

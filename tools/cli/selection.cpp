@@ -26,7 +26,7 @@ Selection::Selection(const std::string& targets, const std::string& ignore)
 
 std::string Selection::kept_reason(const st::TensorInfo& t, Format format) const {
   if (!float_dtype(t.dtype)) return "not bf16/fp16/fp32";
-  if (t.shape.size() < 2 || ends_with(t.name, "bias")) return "bias or 1-D";
+  if (t.shape.size() < 2 || ends_with(t.name, "bias")) return kBiasOr1D;
   if (!targets_ || !std::regex_search(t.name, *targets_)) return "not a target";
   if (ignore_ && std::regex_search(t.name, *ignore_)) return "ignored";
   if (t.shape.size() == 3) return "fused 3-D experts: no compressed-tensors layout for them";

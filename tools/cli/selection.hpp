@@ -29,6 +29,9 @@ inline constexpr const char* kDefaultTargets = R"(\.weight$)";
 inline constexpr const char* kDefaultIgnore =
     R"((^|\.)(lm_head|embed_tokens|embeddings|wte|wpe|router|gate|shared_expert_gate)\.|norm[^.]*\.weight$)";
 
+// The reason kept_reason gives biases and 1-D tensors: copied as they are, not listed as kept.
+inline constexpr const char* kBiasOr1D = "bias or 1-D";
+
 class Selection {
  public:
   // Throws CliError (usage) for an invalid regex; an empty string matches nothing.
