@@ -7,6 +7,7 @@ tensors on the cuda backend on the current stream (no host synchronisation), tor
 CUDA graph friendly. See python/README.md for the dtypes and shapes, docs/layouts.md for the byte
 layouts.
 """
+import sys
 from collections import namedtuple
 
 from . import _core
@@ -62,7 +63,10 @@ def _is_numpy(x):
     module = type(x).__module__
     if module == "numpy":
         return True
-    if module.startswith("torch"):
+    if module.startswith("torch"):  # torch's tensors and subclasses (what torch.compile traces)
+        return False
+    torch = sys.modules.get("torch")  # a tensor subclass defined elsewhere
+    if torch is not None and isinstance(x, torch.Tensor):
         return False
     raise InvalidArgument(f"expected a numpy array or a torch tensor (got {type(x).__name__})")
 
