@@ -5,11 +5,13 @@ operators mxq._torch_ops compiled against that torch.
     pip install --no-build-isolation ./python      # from the repository root
     pip wheel --no-build-isolation ./python        # a wheel that carries libmxq
 
-libmxq comes from MXQ_LIBMXQ (a libmxq.so built before, with or without CUDA) when that is set,
-else from a CMake build of this repository in build-python/ (the library alone: CUDA when nvcc is
-found, as for the project). MXQ_TORCH_OPS=0 skips the torch operators.
+libmxq comes from MXQ_LIBMXQ (the absolute path of a libmxq.so built before, with or without CUDA)
+when that is set, else from a CMake build of this repository in build-python/ (the library alone:
+CUDA when nvcc is found, as for the project; MXQ_CMAKE_ARGS adds configure options, e.g.
+-DMXQ_ENABLE_CUDA=OFF). MXQ_TORCH_OPS=0 skips the torch operators.
 """
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -38,7 +40,8 @@ def _built_libmxq():
     env = dict(os.environ, PATH="/usr/local/cuda/bin" + os.pathsep + os.environ.get("PATH", ""))
     generator = ["-G", "Ninja"] if shutil.which("ninja") else []
     subprocess.check_call(["cmake", "-S", REPO, "-B", build, *generator, "-DCMAKE_BUILD_TYPE=Release",
-                           "-DMXQ_BUILD_TESTS=OFF", "-DMXQ_BUILD_TOOLS=OFF", "-DMXQ_BUILD_BENCH=OFF"],
+                           "-DMXQ_BUILD_TESTS=OFF", "-DMXQ_BUILD_TOOLS=OFF", "-DMXQ_BUILD_BENCH=OFF",
+                           *shlex.split(os.environ.get("MXQ_CMAKE_ARGS", ""))],
                           env=env)
     subprocess.check_call(["cmake", "--build", build, "--target", "mxq", "-j", str(os.cpu_count() or 2)],
                           env=env)
