@@ -47,23 +47,16 @@ _SCALE_DTYPES = {"mxfp8": torch.float8_e8m0fnu, "mxfp8_e5m2": torch.float8_e8m0f
                  "mxfp4": torch.float8_e8m0fnu, "nvfp4": torch.float8_e4m3fn}
 
 
-def _mxq_error(e):
-    """The operators raise ValueError / NotImplementedError / RuntimeError with the library's
-    message; the package raises its own classes, which derive from those."""
-    if isinstance(e, ValueError):
-        return InvalidArgument(str(e))
-    if isinstance(e, NotImplementedError):
-        return Unsupported(str(e))
-    return CudaError(str(e))
-
-
-# RuntimeError subclasses (out of memory, say) are torch's, not the library's: they pass unchanged.
-_OP_ERRORS = (ValueError, NotImplementedError)
-
-
 def _raise(e):
-    if isinstance(e, _OP_ERRORS) or type(e) is RuntimeError:
-        raise _mxq_error(e) from None
+    """The operators raise ValueError / NotImplementedError / RuntimeError with the library's
+    message; the package raises its own classes, which derive from those. RuntimeError subclasses
+    (out of memory, say) are torch's, not the library's: they pass unchanged."""
+    if isinstance(e, ValueError):
+        raise InvalidArgument(str(e)) from None
+    if isinstance(e, NotImplementedError):
+        raise Unsupported(str(e)) from None
+    if type(e) is RuntimeError:
+        raise CudaError(str(e)) from None
     raise e
 
 

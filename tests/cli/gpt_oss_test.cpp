@@ -75,7 +75,7 @@ TEST(GptOss, FusedExpertsInTheLoadersMxfp4Layout) {
 
   const RunResult inspect = run_mxq("inspect " + dir / "q --stats " + root);
   ASSERT_EQ(inspect.exit_code, 0) << inspect.output;
-  EXPECT_NE(inspect.output.find("gpt-oss mxfp4 blocks of " + L + "mlp.experts.down_proj"), std::string::npos)
+  EXPECT_NE(inspect.output.find("mxfp4 (gpt-oss blocks) data of " + L + "mlp.experts.down_proj"), std::string::npos)
       << inspect.output;
 
   const RunResult d = run_mxq("dequantize " + dir / "q " + dir / "d --backend cpu");

@@ -15,6 +15,7 @@
 #include "compressed_tensors.hpp"
 #include "enum_names.hpp"
 #include "gpt_oss.hpp"
+#include "stored_weights.hpp"
 #include "progress.hpp"
 #include "safetensors_writer.hpp"
 #include "table.hpp"
@@ -39,23 +40,6 @@ QuantSettings settings_of(const st::SafetensorsFile& file, const nlohmann::json&
                                     "gpt-oss mxfp4 quantization_config)");
 }
 
-// A weight stored in either layout, and how to decode it.
-struct Found {
-  StoredWeight weight;
-  bool gpt_oss = false;
-};
-
-std::vector<Found> stored_weights(const st::SafetensorsView& view, const std::optional<QuantSettings>& s) {
-  std::vector<Found> found;
-  for (const st::TensorInfo& t : view.tensors()) {
-    if (auto w = gpt_oss::find_stored_weight(view, t))
-      found.push_back({*w, true});
-    else if (s)
-      if (auto c = find_stored_weight(view, t, *s)) found.push_back({*c, false});
-  }
-  return found;
-}
-
 void run_dequantize(const DequantizeOptions& opt) {
   const Backend backend = resolve_backend(opt.backend);
   const Checkpoint in(opt.in);
@@ -73,18 +57,18 @@ void run_dequantize(const DequantizeOptions& opt) {
     const std::optional<QuantSettings> s =
         gpt_oss_checkpoint ? settings_from_metadata(view.metadata()) : std::optional(settings_of(*file, config));
 
-    const std::vector<Found> stored = stored_weights(view, s);
+    const std::vector<FoundWeight> stored = find_stored_weights(view, s);
     std::set<std::string> consumed;  // scales and global scales of a stored weight
-    for (const Found& f : stored) {
+    for (const FoundWeight& f : stored) {
       consumed.insert(f.weight.scale->name);
       if (f.weight.global_scale) consumed.insert(f.weight.global_scale->name);
     }
     std::vector<st::TensorSpec> specs;
-    std::vector<const Found*> weight_of_spec;
+    std::vector<const FoundWeight*> weight_of_spec;
     size_t next_weight = 0;
     for (const st::TensorInfo& t : view.tensors()) {
       if (next_weight < stored.size() && stored[next_weight].weight.data == &t) {
-        const Found& f = stored[next_weight++];
+        const FoundWeight& f = stored[next_weight++];
         specs.push_back({f.weight.name, "BF16", f.weight.shape});
         weight_of_spec.push_back(&f);
       } else if (!consumed.count(t.name)) {
@@ -102,19 +86,15 @@ void run_dequantize(const DequantizeOptions& opt) {
     for (size_t k = 0; k < specs.size(); ++k) {
       const st::TensorSpec& spec = specs[k];
       out.add_to_index(spec.name, i, spec.bytes());
-      if (const Found* f = weight_of_spec[k]) {
+      if (const FoundWeight* f = weight_of_spec[k]) {
         const StoredWeight* w = &f->weight;
-        const ChunkVisitor write = [&](const void* values, int64_t, int64_t count) {
+        decode_found(backend, view, *f, DType::bf16, [&](const void* values, int64_t, int64_t count) {
           writer.write(spec.name, values, static_cast<uint64_t>(count) * 2);
-        };
-        if (f->gpt_oss)
-          gpt_oss::decode(backend, view, *w, DType::bf16, write);
-        else
-          decode_weight(backend, *s, view, *w, DType::bf16, write);
+        });
         writer.write(spec.name, nullptr, 0);  // an empty weight is still written
         const uint64_t before = w->data->bytes() + w->scale->bytes() +
                                 (w->global_scale ? w->global_scale->bytes() : 0);
-        table.add({spec.name, format_shape(spec.shape), f->gpt_oss ? "mxfp4 (gpt-oss blocks)" : to_string(s->format),
+        table.add({spec.name, format_shape(spec.shape), f->format_name(),
                    std::to_string(before), std::to_string(spec.bytes())});
         ++weights;
       } else {

@@ -14,7 +14,7 @@
 #include "commands.hpp"
 #include "compressed_tensors.hpp"
 #include "enum_names.hpp"
-#include "gpt_oss.hpp"
+#include "stored_weights.hpp"
 #include "sqnr.hpp"
 #include "table.hpp"
 #include "weight_codec.hpp"
@@ -54,13 +54,8 @@ class Reference {
   std::map<std::string, std::pair<const st::SafetensorsFile*, const st::TensorInfo*>> by_name_;
 };
 
-// A stored weight of either layout: compressed-tensors (with its settings) or gpt-oss MXFP4.
-struct Found {
-  StoredWeight weight;
-  std::optional<QuantSettings> settings;  // empty: gpt-oss MXFP4
-};
-
-std::string stats_of_weight(Backend backend, const st::SafetensorsView& view, const Found& f, const Reference& ref) {
+std::string stats_of_weight(Backend backend, const st::SafetensorsView& view, const FoundWeight& f,
+                            const Reference& ref) {
   const StoredWeight& w = f.weight;
   const uint8_t* ref_bytes = nullptr;
   const st::TensorInfo* r = ref.find(w.name, w.shape, &ref_bytes);
@@ -70,10 +65,7 @@ std::string stats_of_weight(Backend backend, const st::SafetensorsView& view, co
   const ChunkVisitor add = [&](const void* v, int64_t offset, int64_t n) {
     sqnr.add(ref_bytes + offset * dtype_size(dtype), dtype, static_cast<const float*>(v), n);
   };
-  if (f.settings)
-    decode_weight(backend, *f.settings, view, w, DType::fp32, add);
-  else
-    gpt_oss::decode(backend, view, w, DType::fp32, add);
+  decode_found(backend, view, f, DType::fp32, add);
   return format_db(sqnr.db());
 }
 
@@ -136,18 +128,13 @@ void run_inspect(const InspectOptions& opt) {
     auto s = settings_from_metadata(view.metadata());
     if (!s) s = settings_from_config(config);
     std::map<std::string, std::string> role;
-    std::map<std::string, Found> weights;
-    for (const st::TensorInfo& t : view.tensors()) {
-      if (auto w = gpt_oss::find_stored_weight(view, t)) {
-        role[t.name] = "gpt-oss mxfp4 blocks of " + w->name;
-        role[w->scale->name] = "scales of " + w->name;
-        weights.emplace(t.name, Found{*w, std::nullopt});
-      } else if (auto c = s ? find_stored_weight(view, t, *s) : std::nullopt) {
-        role[t.name] = std::string(to_string(s->format)) + " data of " + c->name;
-        role[c->scale->name] = "scales of " + c->name;
-        if (c->global_scale) role[c->global_scale->name] = "global scale of " + c->name;
-        weights.emplace(t.name, Found{*c, s});
-      }
+    std::map<std::string, FoundWeight> weights;
+    for (const FoundWeight& f : find_stored_weights(view, s)) {
+      const StoredWeight& w = f.weight;
+      role[w.data->name] = std::string(f.format_name()) + " data of " + w.name;
+      role[w.scale->name] = "scales of " + w.name;
+      if (w.global_scale) role[w.global_scale->name] = "global scale of " + w.name;
+      weights.emplace(w.data->name, f);
     }
     Table table(header);
     for (const st::TensorInfo& t : view.tensors()) {
