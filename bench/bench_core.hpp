@@ -1,6 +1,6 @@
 // The benchmark core behind `mxq_bench` and `mxq bench`: the list of cases, the runner that times
 // each op against a same-run copy of the same number of bytes, and the table / JSON reports.
-// docs/PERF.md describes the method.
+// docs/performance.md describes the method.
 #pragma once
 #include <mxq/mxq.hpp>
 #include <mxq/names.hpp>

@@ -1,4 +1,4 @@
-// mxq_bench: times every mxq op against a same-run device copy (docs/PERF.md).
+// mxq_bench: times every mxq op against a same-run device copy (docs/performance.md).
 #include <iostream>
 
 #include "bench_cli.hpp"

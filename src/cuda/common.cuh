@@ -48,7 +48,7 @@ struct Fp16In {
     return (h & 0x7C00u) == 0x7C00u ? num::fp16_special_to_float(h) : widened;
   }
   // Without the fix-up, which every element of the code paths paid (the SASS of the 101 fp16
-  // kernels: 455 k -> 397 k instructions). H200, same run against to_float (PERF.md, session 37):
+  // kernels: 455 k -> 397 k instructions). H200, same run against to_float (docs/performance.md):
   // fp16 -> mxfp8 both directions 0.81 -> 0.91 of the copy at 16384 x 7168 (G = 8: 0.71 -> 0.89),
   // mxfp4 / nvfp4 30-52 % faster.
   static __device__ __forceinline__ float to_float_for_codes(Raw h) { return __half2float(__ushort_as_half(h)); }

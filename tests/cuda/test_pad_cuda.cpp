@@ -1,7 +1,7 @@
 // Token padding on the cuda backend: pad and unpad byte for byte against the cpu backend (random
 // jagged groups, every dtype size, narrow and wide rows, alignments, up to 1024 groups, strided
 // and unaligned inputs), with the amax of the output for float dtypes; clamped bad offsets,
-// validate_group_ends messages, CUDA graph replay with new offsets in the same buffer. Speed is measured by mxq_bench (docs/PERF.md), not here.
+// validate_group_ends messages, CUDA graph replay with new offsets in the same buffer. Speed is measured by mxq_bench (docs/performance.md), not here.
 #include <gtest/gtest.h>
 
 #include <algorithm>

@@ -5,7 +5,7 @@
 // The reduction writes fp32 bit patterns with atomicMax on uint32 (non-negative floats order like
 // their bits, NaN above Inf) into the s_enc output slots; a one-thread-per-batch kernel then turns
 // each slot into s_enc / s_dec (it reads its slot before overwriting it), and the tile kernel, next
-// on the same stream, reads both. docs/PERF.md measures what the extra read costs.
+// on the same stream, reads both. docs/performance.md measures what the extra read costs.
 #include <algorithm>
 
 #include "../../backend.hpp"

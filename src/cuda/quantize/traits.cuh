@@ -244,8 +244,8 @@ constexpr bool kMxfp4Pairs = (std::is_same<In, Bf16In>::value || std::is_same<In
 // (element 2k in the low half of pairs[k]), handed to the encoder's lines without widening: bf16
 // words as they are, fp16 words through fp16x2_scaled_odd_pair with the multiplier times 2^112.
 // An fp16 block with a larger multiplier (amax below about 2^-13) takes the fp32 widenings.
-// fp16 -> mxfp4 on the H200, same run against the widenings for every block (PERF.md, session
-// 37): rowwise 3.5-8.3 % faster, both 3.9-6.8 %, grouped colwise 4.0-4.8 %, plain colwise equal.
+// fp16 -> mxfp4 on the H200, same run against the widenings for every block (docs/performance.md):
+// rowwise 3.5-8.3 % faster, both 3.9-6.8 %, grouped colwise 4.0-4.8 %, plain colwise equal.
 template <class In, class Fmt, int N>
 __device__ __forceinline__ uint64_t encode_codes_mxfp4_pairs(const uint32_t* pairs, float mult, bool poisoned) {
   static_assert(kMxfp4Pairs<In, Fmt> && N % 8 == 0 && N <= 16, "MX fp4 of 16-bit inputs, whole words of eight codes");
