@@ -118,7 +118,7 @@ void add_groups(const CaseSizes& s, std::vector<BenchCase>& out) {
       }
     }
   // Dequantize of the grouped layouts: per-group rowwise scales, colwise K-groups padded, and
-  // unpadded with sizes that are multiples of 32 (SPEC.md's rule for unpadded groups along K).
+  // unpadded with sizes that are multiples of 32 (docs/spec.md's rule for unpadded groups along K).
   for (const BenchShape& shape : s.dequantize)
     for (Format f : {Format::mxfp8, Format::mxfp4, Format::nvfp4})
       for (Direction d : {Direction::rowwise, Direction::colwise}) {

@@ -1,4 +1,4 @@
-// dequantize: the inverse of quantize for one direction. x = decode(q) * scale (SPEC.md section 7),
+// dequantize: the inverse of quantize for one direction. x = decode(q) * scale (docs/spec.md section 7),
 // computed in fp32 and rounded to nearest even into the output dtype.
 #pragma once
 #include <cstdint>

@@ -1,4 +1,4 @@
-// Token groups: pad / unpad with device-side offsets (SPEC.md section 6) and an explicitly
+// Token groups: pad / unpad with device-side offsets (docs/spec.md section 6) and an explicitly
 // synchronising validation of offsets.
 #pragma once
 #include <cstdint>
@@ -22,7 +22,7 @@ struct PadArgs {
 
 // `amax` (bf16 / fp16 / fp32 inputs, not overlapping `out`) is the tensor amax of the output, as
 // tensor_amax(out) would give it: an nvfp4 quantize of `out` can take it as its tensor_amax and
-// skip the reduction's second read of the tensor (SPEC.md section 3, docs/layouts.md "pad / unpad").
+// skip the reduction's second read of the tensor (docs/spec.md section 3, docs/layouts.md "pad / unpad").
 
 // Rows of pad's output: round_up(M + G*A, A).
 Status pad_rows(const PadArgs& args, int64_t* rows);

@@ -1,4 +1,4 @@
-// The bit-exact numerics core: every rule of SPEC.md, header-only, host and device.
+// The bit-exact numerics core: every rule of docs/spec.md, header-only, host and device.
 #pragma once
 #include "numerics/common.hpp"
 #include "numerics/formats.hpp"

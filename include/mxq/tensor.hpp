@@ -21,7 +21,7 @@ struct TensorView {
   int64_t bstride() const { return batch_stride ? batch_stride : rows * rstride(); }
 };
 
-// MoE token groups (SPEC.md section 6): G cumulative end offsets along rows, int32, in the same
+// MoE token groups (docs/spec.md section 6): G cumulative end offsets along rows, int32, in the same
 // memory as the tensor (device memory for cuda; never read on the host by a cuda op). Offsets are
 // clamped to [previous end, rows]; rows past the last end belong to no group.
 struct TokenGroups {

@@ -9,16 +9,16 @@ namespace mxq {
 // The numeric values are part of the C ABI (mxq.h) and must not change.
 enum class DType : int32_t { bf16 = 0, fp16 = 1, fp32 = 2, u8 = 3 };
 
-// Microscaling formats of SPEC.md section 1.
+// Microscaling formats of docs/spec.md section 1.
 enum class Format : int32_t { mxfp8 = 0, mxfp8_e5m2 = 1, mxfp4 = 2, nvfp4 = 3 };
 
-// E8M0 scale rule (SPEC.md section 2). Ignored by nvfp4.
+// E8M0 scale rule (docs/spec.md section 2). Ignored by nvfp4.
 enum class ScaleRule : int32_t { rceil = 0, floor = 1 };
 
-// Scale layout (SPEC.md section 5).
+// Scale layout (docs/spec.md section 5).
 enum class ScaleLayout : int32_t { linear = 0, blocked = 1 };
 
-// Quantization direction (SPEC.md section 4). Bit flags: both = rowwise | colwise.
+// Quantization direction (docs/spec.md section 4). Bit flags: both = rowwise | colwise.
 enum class Direction : int32_t { rowwise = 1, colwise = 2, both = 3 };
 
 // Who runs an op. auto_ picks cuda when the input pointer is device memory, cpu otherwise; cpu and

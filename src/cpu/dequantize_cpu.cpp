@@ -1,4 +1,4 @@
-// CPU reference dequantize (SPEC.md section 7): x = decode(q) * scale in fp32, rounded to nearest
+// CPU reference dequantize (docs/spec.md section 7): x = decode(q) * scale in fp32, rounded to nearest
 // even into the output dtype, over the same segments as quantize (quant_plan_internal.hpp).
 #include <cstring>
 

@@ -1,4 +1,4 @@
-// Token padding on the host (SPEC.md section 6, docs/layouts.md "pad / unpad"): rows are copied as
+// Token padding on the host (docs/spec.md section 6, docs/layouts.md "pad / unpad"): rows are copied as
 // raw bytes, so every dtype and row width takes the same path.
 #include <mxq/numerics/layout.hpp>
 

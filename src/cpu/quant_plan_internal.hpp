@@ -41,7 +41,7 @@ struct DirectionPlan {
   int64_t scale_batch_bytes = 0;   // bytes of one batch of scales
 };
 
-// Token-group ends clamped to [previous end, M] (SPEC.md section 6), so any offsets are safe.
+// Token-group ends clamped to [previous end, M] (docs/spec.md section 6), so any offsets are safe.
 inline std::vector<int64_t> clamped_group_ends(const TokenGroups& groups, int64_t M) {
   std::vector<int64_t> ends(static_cast<size_t>(groups.count));
   int64_t prev = 0;

@@ -1,4 +1,4 @@
-// CPU reference quantize (SPEC.md sections 2-6, docs/layouts.md). One code path serves every
+// CPU reference quantize (docs/spec.md sections 2-6, docs/layouts.md). One code path serves every
 // format: a block quantizer templated on the format traits, fed by a rowwise and a colwise walker
 // over the segments of quant_plan_internal.hpp. All bit-level rules come from mxq/numerics.
 #include <algorithm>

@@ -1,5 +1,5 @@
 // Scale-matrix swizzle on the host: linear (batch, rows, cols) <-> the blocked 128x4 layout of
-// SPEC.md section 5, plain or per token group (section 6, docs/layouts.md).
+// docs/spec.md section 5, plain or per token group (section 6, docs/layouts.md).
 #include <mxq/numerics/layout.hpp>
 
 #include <cstring>

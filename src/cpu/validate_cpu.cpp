@@ -1,4 +1,4 @@
-// Explicit check of token-group end offsets (SPEC.md section 6) on the host.
+// Explicit check of token-group end offsets (docs/spec.md section 6) on the host.
 #include <string>
 
 #include "backend.hpp"

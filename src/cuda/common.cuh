@@ -30,7 +30,7 @@ inline bool aligned_to(const void* p, uintptr_t bytes) {
 // Input element types: the raw storage and the exact widening to fp32 of the numerics core
 // (to_float), and the widening for the code paths (to_float_for_codes), which may differ from it
 // only for NaN and Inf: a block holding either is poisoned, and all its codes are selected to the
-// format's NaN code (quant::codes_or_nan, SPEC.md section 2), whatever its elements widened to.
+// format's NaN code (quant::codes_or_nan, docs/spec.md section 2), whatever its elements widened to.
 struct Bf16In {
   using Raw = uint16_t;
   static __device__ __forceinline__ float to_float(Raw h) { return num::bf16_to_float(h); }

@@ -1,4 +1,4 @@
-// CPU dequantize through the public API (backend = cpu): values against the definition of SPEC.md
+// CPU dequantize through the public API (backend = cpu): values against the definition of docs/spec.md
 // section 7 evaluated with the independent oracle, layouts and groups against each other, hand-made
 // scale bytes, and output rounding.
 #include <gtest/gtest.h>

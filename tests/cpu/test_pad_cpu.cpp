@@ -33,7 +33,7 @@ struct Payload {
   TensorView view() const { return {bytes.data(), dtype, 1, rows, cols, row_stride, 0}; }
 };
 
-// What pad must produce, computed directly from SPEC.md section 6.
+// What pad must produce, computed directly from docs/spec.md section 6.
 struct Padded {
   std::vector<uint8_t> out;
   std::vector<int32_t> starts, ends;

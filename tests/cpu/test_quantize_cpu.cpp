@@ -294,7 +294,7 @@ TEST(QuantizeCpu, FusedPadEqualsPublicPadThenQuantize) {
   EXPECT_TRUE(bytes_equal(want.col_scales, got.col_scales, "col_scales"));
 }
 
-// ---- SPEC.md section 2 golden table, through the whole op ------------------------------------------
+// ---- docs/spec.md section 2 golden table, through the whole op ------------------------------------------
 
 struct GoldenRow {
   const char* name;

@@ -1,4 +1,4 @@
-// Scale swizzle on the cpu backend: the SPEC.md section 5 offsets through the op, zero padding,
+// Scale swizzle on the cpu backend: the docs/spec.md section 5 offsets through the op, zero padding,
 // per-group layouts (section 6), unswizzle(swizzle(x)) == x, and clamped bad offsets.
 #include <gtest/gtest.h>
 
@@ -61,7 +61,7 @@ std::vector<uint8_t> random_bytes(Rng& rng, int64_t n) {
 }
 
 TEST(SwizzleCpu, SpecOffsets) {
-  // SPEC.md section 5 checks, through the op: a single 1 at (r, c) of a 256 x 8 matrix (nc = 2).
+  // docs/spec.md section 5 checks, through the op: a single 1 at (r, c) of a 256 x 8 matrix (nc = 2).
   struct Case { int64_t r, c, off; };
   for (const Case& k : {Case{0, 0, 0}, Case{0, 1, 1}, Case{32, 0, 4}, Case{1, 0, 16}, Case{127, 3, 511},
                         Case{0, 4, 512}, Case{128, 0, 1024}, Case{200, 5, 1673}}) {
@@ -105,7 +105,7 @@ std::vector<std::pair<int64_t, int64_t>> spans(const std::vector<int32_t>& ends,
   return s;
 }
 
-// Checks the per-group layout of SPEC.md section 6 element by element, then the round trip.
+// Checks the per-group layout of docs/spec.md section 6 element by element, then the round trip.
 void check_groups_m(const std::vector<uint8_t>& in, int64_t rows, int64_t cols, const std::vector<int32_t>& ends) {
   const SwizzleArgs a = args_for(in, 1, rows, cols, ScaleGroups::along_m, &ends);
   std::vector<uint8_t> out = run_swizzle(a);

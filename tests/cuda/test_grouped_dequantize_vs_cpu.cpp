@@ -200,7 +200,7 @@ TEST(CudaGroupedDequantize, VectorKernelSeveralTilesPerCta) {
 }
 
 // Unpadded groups along K take the vector kernel when R is a multiple of 8: groups that are
-// multiples of 32 (as SPEC.md asks) or of 8 convert by octets; a strip with a group that starts or
+// multiples of 32 (as docs/spec.md asks) or of 8 convert by octets; a strip with a group that starts or
 // ends elsewhere converts element by element (also with padding to 4).
 TEST(CudaGroupedDequantize, UnpaddedGroupsAlongK) {
   MXQ_FRESH_RNG(rng);

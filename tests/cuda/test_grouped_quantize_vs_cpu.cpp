@@ -4,7 +4,7 @@
 // device-side walk), linear and blocked scales, bad offsets (clamped alike), CUDA graph replay with
 // new offsets written into the same device buffer. Every output byte is written (two poisons).
 // FP4 formats pack two codes per byte along the grouped dimension of the colwise data, so their
-// cases keep every group size and M even (SPEC.md: groups along K are multiples of 32 unless padded).
+// cases keep every group size and M even (docs/spec.md: groups along K are multiples of 32 unless padded).
 #include <gtest/gtest.h>
 
 #include <algorithm>

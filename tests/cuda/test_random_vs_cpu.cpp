@@ -110,7 +110,7 @@ std::string describe_quantize(const QuantizeArgs& q, const std::vector<int32_t>&
 void check_quantize(Bytes& in) {
   QuantizeCase c = random_quantize_case(in);
   QuantizeArgs& q = c.q;
-  // Unpadded groups along K must be multiples of 32 (SPEC.md section 6). Both backends agree on
+  // Unpadded groups along K must be multiples of 32 (docs/spec.md section 6). Both backends agree on
   // other sizes except one: fp4 groups of odd size share a byte, which the cuda backend leaves
   // unspecified (docs/layouts.md). Those cases get even ends.
   const bool fp4 = q.params.format == Format::mxfp4 || q.params.format == Format::nvfp4;

@@ -1,4 +1,4 @@
-// An independent oracle for the numerics core, written from SPEC.md and the IEEE/OCP format
+// An independent oracle for the numerics core, written from docs/spec.md and the IEEE/OCP format
 // definitions only. It shares no code or bit tricks with include/mxq/numerics: every format is a
 // table of values decoded in double from its definition, rounding is "pick the nearest table entry,
 // ties to the even code", and fp32 operations are modelled as an exact double operation followed by
@@ -96,7 +96,7 @@ inline uint32_t nearest_even(const std::vector<double>& mag, size_t n, double a)
   return (lo & 1u) == 0 ? lo : hi;
 }
 
-// Element encode (SPEC.md section 2): nearest, ties to even, satfinite; NaN -> unsigned code
+// Element encode (docs/spec.md section 2): nearest, ties to even, satfinite; NaN -> unsigned code
 // 0x7F (fp8) / 0x7 (fp4); the sign of the input is kept, including for results of magnitude 0.
 inline uint32_t encode_satfinite(const ValueTable& t, float x) {
   if (std::isnan(x)) return t.fmt.bits() == 8 ? 0x7Fu : 0x7u;
@@ -147,7 +147,7 @@ inline float div_f32(float a, float b) {
   return static_cast<float>(static_cast<double>(a) / static_cast<double>(b));
 }
 
-// Scale byte of a block with amax A under rceil / floor (SPEC.md section 2).
+// Scale byte of a block with amax A under rceil / floor (docs/spec.md section 2).
 inline uint8_t rceil_scale(float A, double max_elem) {
   if (!std::isfinite(A)) return 255;
   const float inv_max = static_cast<float>(1.0 / max_elem);

@@ -1,4 +1,4 @@
-// E8M0 block scales (SPEC.md section 2): reciprocal and value of all 256 bytes, the rceil table,
+// E8M0 block scales (docs/spec.md section 2): reciprocal and value of all 256 bytes, the rceil table,
 // rceil and floor of every format against the oracle on amax sweeps, the golden block table through
 // the quantizer's own steps, the clipping properties of both rules, and MX dequantization.
 #include <gtest/gtest.h>
@@ -151,7 +151,7 @@ TEST(E8M0, RulesAgainstOracleAllFormats) {
   check_rules_against_oracle<num::MXFP4>("mxfp4");
 }
 
-// ---- golden block table of SPEC.md section 2, through the quantizer's own steps ---------------
+// ---- golden block table of docs/spec.md section 2, through the quantizer's own steps ---------------
 
 namespace {
 
@@ -232,7 +232,7 @@ TEST(E8M0, GoldenBlockTable) {
 
 // ---- clipping properties ------------------------------------------------------------------------
 
-// rceil never clips: 2^(b-127) * max_elem >= A. The one exception allowed by SPEC.md's formula is
+// rceil never clips: 2^(b-127) * max_elem >= A. The one exception allowed by docs/spec.md's formula is
 // when v = fl(A * fl(1/max)) is an fp32 subnormal, whose rounding may land exactly on 2^-127
 // (b = 0) while A / max_elem is a hair above it; the clip is then below 2^-20 relative.
 template <class T>
@@ -274,7 +274,7 @@ void check_floor_clip_bound(double max_clip, const char* name) {
 }
 
 // The exception above, pinned: A = max_elem * 2^-127 + 1 ulp gives v = 2^-127 exactly (0x00400000),
-// so b = 0 and the block maximum saturates to max_elem (a 2^-23 relative clip). This is SPEC.md's
+// so b = 0 and the block maximum saturates to max_elem (a 2^-23 relative clip). This is docs/spec.md's
 // formula applied literally (v is an fp32 product), not an implementation slip.
 TEST(E8M0, RceilSubnormalVRoundsOntoTwoToMinus127) {
   const struct {
@@ -306,7 +306,7 @@ TEST(E8M0, FloorClipsWithinSpecBound) {
   EXPECT_GT((y - 448.0) / y, 0.1249);
 }
 
-// ---- MX dequantization (SPEC.md section 7) ------------------------------------------------------
+// ---- MX dequantization (docs/spec.md section 7) ------------------------------------------------------
 
 template <class T>
 void check_mx_dequantize(const oracle::FormatDesc& fmt, const char* name) {

@@ -1,4 +1,4 @@
-// Per-format traits and runtime dispatch (SPEC.md section 1): block sizes, element widths, maxima,
+// Per-format traits and runtime dispatch (docs/spec.md section 1): block sizes, element widths, maxima,
 // reciprocals, NaN bytes, and encode_element's poison switch.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Scale layouts (SPEC.md section 5) and token-group arithmetic (section 6): the spec's offset checks,
+// Scale layouts (docs/spec.md section 5) and token-group arithmetic (section 6): the spec's offset checks,
 // the blocked swizzle against a constructive enumeration of the 128x4 tiles, inverse and bijection,
 // and the group helpers on hand-computed cases and as upper bounds on random groups.
 #include <gtest/gtest.h>

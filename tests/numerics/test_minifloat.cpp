@@ -174,7 +174,7 @@ TEST(MinifloatEncode, SpecialValues) {
   check_specials<num::E2M1>(tables().e2m1, "e2m1");
 }
 
-// Hand-written cases of SPEC.md section 2, independent of both oracle and implementation.
+// Hand-written cases of docs/spec.md section 2, independent of both oracle and implementation.
 TEST(MinifloatEncode, HandCases) {
   const float inf = std::numeric_limits<float>::infinity();
   const float nan = std::numeric_limits<float>::quiet_NaN();
@@ -231,7 +231,7 @@ TEST(MinifloatDecode, AllCodes) {
   check_decoder<num::E4M3>(oracle::kE4M3);
   check_decoder<num::E5M2>(oracle::kE5M2);
   check_decoder<num::E2M1>(oracle::kE2M1);
-  // The specials named by SPEC.md.
+  // The specials named by docs/spec.md.
   EXPECT_TRUE(std::isnan(num::decode<num::E4M3>(0x7F)));
   EXPECT_TRUE(std::isnan(num::decode<num::E4M3>(0xFF)));
   EXPECT_EQ(num::decode<num::E5M2>(0x7C), std::numeric_limits<float>::infinity());

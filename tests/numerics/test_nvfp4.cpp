@@ -1,4 +1,4 @@
-// NVFP4 two-level scaling (SPEC.md section 3) against the oracle: tensor scale (0, NaN, Inf, tiny T,
+// NVFP4 two-level scaling (docs/spec.md section 3) against the oracle: tensor scale (0, NaN, Inf, tiny T,
 // sweep), block scale in TransformerEngine's operation order, element multiplier, whole-block
 // pipelines, poison, the E2M1 grid's ties, and dequantization (section 7).
 #include <gtest/gtest.h>

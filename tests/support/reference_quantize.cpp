@@ -12,7 +12,7 @@ namespace {
 int64_t cdiv(int64_t a, int64_t b) { return (a + b - 1) / b; }
 int64_t rup(int64_t a, int64_t b) { return cdiv(a, b) * b; }
 
-// SPEC.md section 5, written out.
+// docs/spec.md section 5, written out.
 int64_t swizzled(int64_t r, int64_t c, int64_t padded_cols) {
   const int64_t nc = padded_cols / 4;
   return ((r / 128) * nc + c / 4) * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + c % 4;

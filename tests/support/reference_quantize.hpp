@@ -1,4 +1,4 @@
-// A slow, straightforward scalar quantize written from the logical definition (SPEC.md, docs/
+// A slow, straightforward scalar quantize written from the logical definition (docs/spec.md, docs/
 // layouts.md) on top of the independent oracle of tests/numerics/oracle.hpp. It shares no code with
 // the backends or include/mxq/numerics, so that tests can cross-check them on small cases.
 #pragma once

@@ -1,4 +1,4 @@
-// E8M0 block scales of the MX formats (SPEC.md section 2): the `rceil` and `floor` rules, the
+// E8M0 block scales of the MX formats (docs/spec.md section 2): the `rceil` and `floor` rules, the
 // poison byte, and the exact reciprocal used to scale elements.
 #pragma once
 #include "common.hpp"

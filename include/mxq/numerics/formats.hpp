@@ -26,7 +26,7 @@ using MXFP8_E5M2 = FormatTraits<E5M2, 32, false>;
 using MXFP4 = FormatTraits<E2M1, 32, false>;
 using NVFP4 = FormatTraits<E2M1, 16, true>;
 
-static_assert(f2u(MXFP8::inv_max) == 0x3B124925u, "SPEC.md: e4m3 reciprocal 0x3B124925");
+static_assert(f2u(MXFP8::inv_max) == 0x3B124925u, "docs/spec.md: e4m3 reciprocal 0x3B124925");
 static_assert(MXFP8::max_value == 448.0f && MXFP8_E5M2::max_value == 57344.0f &&
                   MXFP4::max_value == 6.0f, "format maxima");
 
@@ -71,7 +71,7 @@ MXQ_HD constexpr uint32_t encode_element(float x, float multiplier, bool poisone
   return poisoned ? T::Elem::nan_code : encode<typename T::Elem>(x * multiplier);
 }
 
-// Dequantized fp32 value of a code with scale byte `sb` (SPEC.md section 7).
+// Dequantized fp32 value of a code with scale byte `sb` (docs/spec.md section 7).
 // A NaN result is always the canonical quiet NaN: the NaN that arithmetic produces differs between
 // CPUs (which propagate the payload) and GPUs (which give 0x7FFFFFFF).
 template <class T>

@@ -1,4 +1,4 @@
-// Scale layouts (SPEC.md section 5) and token-group arithmetic (section 6).
+// Scale layouts (docs/spec.md section 5) and token-group arithmetic (section 6).
 #pragma once
 #include "common.hpp"
 

@@ -24,7 +24,7 @@ using E4M3 = Minifloat<4, 3, 7, 0x7E, 0x7F, false>;  // float8_e4m3fn, max 448
 using E5M2 = Minifloat<5, 2, 15, 0x7B, 0x7F, true>;  // float8_e5m2, max 57344
 using E2M1 = Minifloat<2, 1, 1, 0x7, 0x7, false>;    // fp4, max 6
 
-static_assert(E4M3::emax == 8 && E5M2::emax == 15 && E2M1::emax == 2, "emax_elem of SPEC.md");
+static_assert(E4M3::emax == 8 && E5M2::emax == 15 && E2M1::emax == 2, "emax_elem of docs/spec.md");
 
 // Encode an fp32 value. Works on the bits so that host and device give identical codes.
 template <class F>

@@ -1,4 +1,4 @@
-// NVFP4 two-level scaling (SPEC.md section 3), in TransformerEngine's operation order, all fp32 RN.
+// NVFP4 two-level scaling (docs/spec.md section 3), in TransformerEngine's operation order, all fp32 RN.
 #pragma once
 #include "common.hpp"
 #include "minifloat.hpp"
@@ -13,7 +13,7 @@ struct Nvfp4TensorScale {
   float s_dec;  // decode scale 1 / s_enc (never recompute one from the other)
 };
 
-// From the tensor amax T (fp32; may be 0, NaN or Inf). SPEC.md section 3 gives s_enc = 1 for T = 0
+// From the tensor amax T (fp32; may be 0, NaN or Inf). docs/spec.md section 3 gives s_enc = 1 for T = 0
 // or not finite; an amax is max |x|, so a negative one (only a caller can give it) is treated like
 // 0: the block scales, UE4M3, then stay non-negative on every backend.
 MXQ_HD constexpr Nvfp4TensorScale nvfp4_tensor_scale(float T) {

@@ -188,7 +188,7 @@ __global__ void __launch_bounds__(kGroupedThreads) dequantize_grouped_kernel(con
 constexpr uint32_t kNeutralScale = 0x38;  // E8M0 2^-71, UE4M3 1.0
 
 // Colwise, a strip where an octet of positions would straddle two groups (groups along K padded
-// to 1, 2 or 4, or unpadded and not multiples of 8, outside SPEC.md's multiple-of-32 rule):
+// to 1, 2 or 4, or unpadded and not multiples of 8, outside docs/spec.md's multiple-of-32 rule):
 // element by element, coalesced along k, for equality with the cpu backend rather than speed. Not
 // inlined: it adds no registers to the octet path of its kernel.
 template <class Fmt, class Out, int Strip, int TileK>

@@ -13,7 +13,7 @@ namespace {
 
 // Whether the vector kernel applies: whole aligned octets along K rowwise; colwise also whole
 // octets of positions (R a multiple of 8). Groups along K padded to a multiple of 8 start and end
-// on octets; others (padded to 1, 2 or 4, or unpadded, which SPEC.md asks to be multiples of 32)
+// on octets; others (padded to 1, 2 or 4, or unpadded, which docs/spec.md asks to be multiples of 32)
 // take the instantiation whose strips convert element by element where a group starts or ends
 // off a multiple of 8.
 template <class Fmt>

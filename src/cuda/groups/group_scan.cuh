@@ -2,7 +2,7 @@
 // no op reads offsets on the host and any number of groups fits in a fixed amount of shared memory.
 //
 // Every CTA of a kernel walks the groups from the first one: chunk by chunk it clamps the raw ends
-// (SPEC.md section 6, num::clamp_group_end) and sums their padded sizes with block-wide scans (up
+// (docs/spec.md section 6, num::clamp_group_end) and sums their padded sizes with block-wide scans (up
 // to 64 groups: one warp's shuffle scans), then hands the chunk to the kernel's body, which works
 // on the part of its own range that the chunk covers. The clamped end of group g is clamp_group_end(raw_g, end_{g-1}, limit); since the clamp
 // only raises to the previous end or lowers to the limit, end_{g-1} equals the running maximum of

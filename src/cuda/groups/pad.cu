@@ -1,4 +1,4 @@
-// pad and unpad of token groups (SPEC.md section 6, docs/layouts.md "pad / unpad") on the device:
+// pad and unpad of token groups (docs/spec.md section 6, docs/layouts.md "pad / unpad") on the device:
 // offsets stay on the device, every CTA derives the group spans it needs (group_scan.cuh) and
 // copies its own contiguous range of output rows as runs of rows; every output byte is written.
 //

@@ -1,4 +1,4 @@
-// validate_group_ends on the device: one CTA finds the first bad end offset (SPEC.md section 6)
+// validate_group_ends on the device: one CTA finds the first bad end offset (docs/spec.md section 6)
 // and leaves it in a module variable that the host reads back; the only token-group op that
 // synchronises. The message matches the cpu backend's (src/cpu/validate_cpu.cpp) word for word.
 #include <mutex>

@@ -1,4 +1,4 @@
-// The 16-byte unit of a blocked scale buffer (SPEC.md section 5): the bytes at (r % 32) * 16 of a
+// The 16-byte unit of a blocked scale buffer (docs/spec.md section 5): the bytes at (r % 32) * 16 of a
 // 512-byte tile hold rows r, r+32, r+64, r+96 of the tile, 4 columns each, so a unit is built from
 // its first cell alone and written with one 16-byte store.
 #pragma once

@@ -1,4 +1,4 @@
-// Scale swizzle on the device: linear (batch, rows, cols) -> the blocked 128x4 layout of SPEC.md
+// Scale swizzle on the device: linear (batch, rows, cols) -> the blocked 128x4 layout of docs/spec.md
 // section 5, plain or per token group (section 6, docs/layouts.md). A thread builds one 16-byte
 // unit of the blocked buffer (4 rows x 4 columns of a 512-byte tile) and stores it at once;
 // padding bytes are 0 and every byte of the buffer is written.

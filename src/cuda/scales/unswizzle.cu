@@ -1,4 +1,4 @@
-// Scale unswizzle on the device: the blocked layout (SPEC.md sections 5-6) back to linear
+// Scale unswizzle on the device: the blocked layout (docs/spec.md sections 5-6) back to linear
 // (batch, rows, cols). A thread writes one linear byte, read from its blocked offset; bytes that
 // have no place in the blocked buffer (rows or columns outside every clamped group) are 0.
 #include "backend.hpp"
