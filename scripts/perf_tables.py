@@ -1,8 +1,10 @@
 #!/usr/bin/env python3
-"""Markdown tables for docs/PERF.md from an `mxq_bench --json` file (issues 3, 4, 5, dequantize).
+"""Markdown tables for docs/performance.md from an `mxq_bench --json` file: MXFP8 quantize, token
+groups, FP4 quantize, nvfp4 with the amax from pad / unpad, dequantize (one table per GPU).
 
 usage: python3 scripts/perf_tables.py bench.json
-Ratios are op GB/s over the same-run copy GB/s; "met" compares them with the issues' targets.
+Ratios are op GB/s over the same-run copy GB/s; "met" compares them with the targets listed in
+docs/performance.md ("Targets and where they stand").
 """
 import json
 import sys
@@ -23,7 +25,7 @@ def verdict(ratio, target):
     return "met" if ratio >= target else f"missed by {target - ratio:.3f}"
 
 
-def issue3(rows):
+def mxfp8_quantize(rows):
     targets = {"rowwise": 0.92, "colwise": 0.90, "both": 0.88}
     print("| shape | dir | µs (rceil) | ratio rceil | ratio floor | target | |")
     print("|---|---|---|---|---|---|---|")
@@ -45,7 +47,7 @@ def issue3(rows):
               f"{target if target else '—'} | {verdict(worst, target)} |")
 
 
-def issue4(rows):
+def token_groups(rows):
     print("| tokens × dim | G | pad | unpad | rowwise | fused pad + rowwise (µs × plain) | colwise K-groups | both |")
     print("|---|---|---|---|---|---|---|---|")
     plain = {}
@@ -66,7 +68,7 @@ def issue4(rows):
             name = {"rowwise": "fused" if r["pad_rowwise"] else "rowwise", "colwise": "colwise", "both": "both"}
             cells[key][name[r["direction"]]] = r
     for (shape, g), c in sorted(cells.items()):
-        if "rowwise" not in c:  # pad / unpad rows of issue 5's shapes (the amax table below)
+        if "rowwise" not in c:  # pad / unpad rows of the FP4 cases' shapes (the amax table below)
             continue
 
         def ratio(k):
@@ -78,7 +80,7 @@ def issue4(rows):
               f"{ratio('colwise')} | {ratio('both')} |")
 
 
-def issue5(rows):
+def fp4_quantize(rows):
     print("| shape | format | amax | G | rowwise | colwise | both |")
     print("|---|---|---|---|---|---|---|")
     cells = defaultdict(dict)
@@ -139,8 +141,8 @@ def main():
     data = json.load(open(sys.argv[1]))
     rows = data["results"]
     print(f"Device: {data['device']}; runs {data['runs']}; mxq {data['mxq_version']}\n")
-    for title, fn in (("Issue 3", issue3), ("Issue 4", issue4), ("Issue 5", issue5),
-                      ("Issue 5: nvfp4 with the amax from pad / unpad", amax_from_pad), ("Dequantize", dequant)):
+    for title, fn in (("MXFP8 quantize", mxfp8_quantize), ("Token groups", token_groups), ("FP4 quantize", fp4_quantize),
+                      ("nvfp4 with the amax from pad / unpad", amax_from_pad), ("Dequantize", dequant)):
         print(f"#### {title}\n")
         fn(rows)
         print()
