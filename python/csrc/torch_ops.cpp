@@ -164,7 +164,9 @@ Input input_view(const char* op, const Tensor& given) {
 Tensor vector_arg(const char* op, const char* what, const Tensor& t, at::ScalarType dtype, const Tensor& like) {
   same_device(op, what, t, like);
   TORCH_CHECK_VALUE(t.dim() == 1, op, ": ", what, " must be 1-D (got shape ", t.sizes(), ")");
-  return t.to(dtype).contiguous();
+  // Converted only when needed: each conversion is a trip through the dispatcher.
+  const Tensor v = t.scalar_type() == dtype ? t : t.to(dtype);
+  return v.is_contiguous() ? v : v.contiguous();
 }
 
 // Token-group ends (int32) and their count; an undefined tensor and 0 without groups.
