@@ -109,7 +109,7 @@ sanitize_one() {
 # sanitize_windows TOOL: the grouped quantize test once more with every eligible colwise case on
 # the windows kernel (the launcher picks it for small groups, and for one group or on slow memory
 # per SM for small grids).
-GROUPED_TEST="$BUILD/tests/test_cuda_test_grouped_quantize_vs_cpu"
+GROUPED_TEST="$BUILD/tests/test_cuda_grouped_quantize"
 sanitize_windows() {
   [ -x "$GROUPED_TEST" ] || return 0
   MXQ_GROUPED_COLWISE=windows sanitize_one "$1" "$GROUPED_TEST"

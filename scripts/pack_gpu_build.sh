@@ -22,7 +22,7 @@ trap 'rm -rf "$tmp"' EXIT
   # Programs only (no object folders), the library's symlinks kept, every ctest file and the test
   # lists they include (gtest discovery's, for the CPU programs left out).
   files=(src/libmxq.so* bench/mxq_bench tools/cli/mxq)
-  for f in tests/test_cuda_* bench/test_cuda_*; do [ -f "$f" ] && files+=("$f"); done
+  for f in tests/test_cuda_* tests/bench/test_bench_host_gate; do [ -f "$f" ] && files+=("$f"); done
   while IFS= read -r f; do files+=("$f"); done < <(find . -name CTestTestfile.cmake -o -name '*_include.cmake' -o \
     -name '*_tests.cmake' | sed 's|^\./||')
   cp -P --parents "${files[@]}" "$tmp/"

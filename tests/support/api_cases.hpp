@@ -3,7 +3,7 @@
 // too), unaligned data, token groups with any end offsets, paddings and tensor amaxes. Host
 // buffers only; each op's outputs are for the caller to allocate. Used by the API fuzzer
 // (fuzz/fuzz_api.cpp, bytes from libFuzzer) and by the GPU differential test
-// (tests/cuda/test_random_vs_cpu.cpp, bytes from a seeded generator), so that both explore the same
+// (tests/cuda/random_calls_test.cpp, bytes from a seeded generator), so that both explore the same
 // argument space. Header-only: the fuzzer builds without the test support library.
 #pragma once
 #include <cstddef>

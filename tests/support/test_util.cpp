@@ -219,7 +219,12 @@ std::vector<int32_t> random_group_ends(Rng& rng, int64_t M, int64_t G, int64_t m
   return std::vector<int32_t>(ends.begin(), ends.end());
 }
 
-std::string golden_dir() { return std::string(MXQ_TEST_DATA_DIR) + "/golden"; }
+// ctest sets MXQ_TEST_DATA_DIR (tests/CMakeLists.txt); a program run by hand from the repository
+// root finds the data without it.
+std::string golden_dir() {
+  const char* dir = std::getenv("MXQ_TEST_DATA_DIR");
+  return std::string(dir != nullptr && *dir != '\0' ? dir : "tests/data") + "/golden";
+}
 
 std::vector<uint8_t> read_file_bytes(const std::string& path) {
   std::ifstream f(path, std::ios::binary);

@@ -9,7 +9,7 @@
 //   every bf16 x, and a stride over the fp32 x whose product lands in [2^-3, 2^4).
 // - the fp16 words of fp16 -> mxfp4 (fp16x2_scaled_odd_pair, multiplier times 2^112) equal
 //   num::encode<E2M1>(x * r) for every finite fp16 x and every r up to kFp16PairsMaxPow2.
-// tests/cuda/test_convert_exhaustive.cu repeats them on the device's bf16 instructions.
+// tests/cuda/convert_test.cu repeats them on the device's bf16 instructions.
 #include <gtest/gtest.h>
 
 #include <cmath>
