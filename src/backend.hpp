@@ -23,10 +23,18 @@ Status unpad(const UnpadArgs& args);
 Status swizzle(const SwizzleArgs& args);
 Status unswizzle(const SwizzleArgs& args, uint8_t* linear_out);
 Status validate_group_ends(const TokenGroups& groups, int64_t M);
+// SwiGLU's elementwise part: a (M, F), or dh (M, 2F) and grad_weights, in h's dtype at `out`
+// (contiguous); src/api quantizes it.
+Status swiglu_forward(const SwigluArgs& args, void* out);
+Status swiglu_backward(const SwigluBackwardArgs& args, void* out);
 }  // namespace mxq::cpu
 
 // Implemented in src/cuda/ when the build has CUDA. Ops return Code::unsupported for what the CUDA
 // backend does not serve yet; src/api reports that error and never falls back silently.
+// The code of a kernel family's folder src/cuda/<family>/ lives in namespace
+// mxq::cuda::kernels::<family> (the folder's name, one level below these entry points, whose
+// names it shares), except the entry points themselves; src/cuda/*.{hpp,cuh} are mxq::cuda.
+// Includes in src/: the public API as <mxq/...>, the project's headers as "..." paths from src/.
 namespace mxq::cuda {
 bool device_present();
 bool is_device_pointer(const void* p);  // memory the current device can read (device or managed)
@@ -38,4 +46,6 @@ Status unpad(const UnpadArgs& args);
 Status swizzle(const SwizzleArgs& args);
 Status unswizzle(const SwizzleArgs& args, uint8_t* linear_out);
 Status validate_group_ends(const TokenGroups& groups, int64_t M, void* stream);
+Status swiglu_forward(const SwigluArgs& args, void* out);
+Status swiglu_backward(const SwigluBackwardArgs& args, void* out);
 }  // namespace mxq::cuda

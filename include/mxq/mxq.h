@@ -22,7 +22,7 @@ extern "C" {
 /* The version of this C ABI (the structs and functions below). Raised whenever a struct, a field or
  * a function changes; a caller built for another version must not use the library
  * (mxq_abi_version() says which one it is). */
-#define MXQ_ABI_VERSION 2
+#define MXQ_ABI_VERSION 3
 
 /* Status codes (mxq::Code). */
 #define MXQ_OK 0
@@ -179,6 +179,38 @@ struct mxq_swizzle_args {
   void* stream;
 };
 
+/* mxq::SwigluParams. Fields: variant, layout, alpha, limit. */
+struct mxq_swiglu_params {
+  int32_t variant; /* MXQ_SWIGLU_SILU or MXQ_SWIGLU_CLAMPED */
+  int32_t layout;  /* MXQ_SWIGLU_CONCATENATED or MXQ_SWIGLU_INTERLEAVED */
+  float alpha;     /* clamped only */
+  float limit;     /* clamped only */
+};
+#define MXQ_SWIGLU_SILU 0
+#define MXQ_SWIGLU_CLAMPED 1
+#define MXQ_SWIGLU_CONCATENATED 0
+#define MXQ_SWIGLU_INTERLEAVED 1
+
+/* mxq::SwigluArgs. Fields: quantize (its input is h (M, 2F); the rest says how a (M, F) is
+ * quantized), swiglu, weights, activation. */
+struct mxq_swiglu_args {
+  struct mxq_quantize_args quantize;
+  struct mxq_swiglu_params swiglu;
+  const float* weights; /* optional [M] */
+  void* activation;     /* optional (M, F) in h's dtype; required by the cuda backend */
+};
+
+/* mxq::SwigluBackwardArgs. Fields: quantize (input h; how dh (M, 2F) is quantized), grad (dA),
+ * swiglu, weights, grad_input, grad_weights. */
+struct mxq_swiglu_backward_args {
+  struct mxq_quantize_args quantize;
+  struct mxq_tensor_view grad;
+  struct mxq_swiglu_params swiglu;
+  const float* weights;  /* optional [M] */
+  void* grad_input;      /* optional (M, 2F) in h's dtype; required by the cuda backend */
+  float* grad_weights;   /* [M], with weights */
+};
+
 int32_t mxq_quantize(const struct mxq_quantize_args* args);
 int32_t mxq_quantize_sizes(const struct mxq_quantize_args* args, struct mxq_quantize_sizes* sizes);
 int32_t mxq_dequantize(const struct mxq_dequantize_args* args);
@@ -190,6 +222,11 @@ int32_t mxq_unpad(const struct mxq_unpad_args* args);
 int32_t mxq_swizzle(const struct mxq_swizzle_args* args);
 int32_t mxq_swizzle_size(const struct mxq_swizzle_args* args, int64_t* bytes);
 int32_t mxq_unswizzle(const struct mxq_swizzle_args* args, uint8_t* linear_out);
+int32_t mxq_swiglu_quantize(const struct mxq_swiglu_args* args);
+int32_t mxq_swiglu_quantize_sizes(const struct mxq_swiglu_args* args, struct mxq_quantize_sizes* sizes);
+int32_t mxq_swiglu_backward_quantize(const struct mxq_swiglu_backward_args* args);
+int32_t mxq_swiglu_backward_quantize_sizes(const struct mxq_swiglu_backward_args* args,
+                                           struct mxq_quantize_sizes* sizes);
 /* Synchronises (the only call that does); MXQ_ERR_INVALID_OFFSETS names the first bad index. */
 int32_t mxq_validate_group_ends(const struct mxq_token_groups* groups, int64_t M, int32_t backend,
                                 void* stream);

@@ -6,6 +6,7 @@
 #include "quantize.hpp"
 #include "scales.hpp"
 #include "status.hpp"
+#include "swiglu.hpp"
 #include "tensor.hpp"
 #include "types.hpp"
 

@@ -13,7 +13,7 @@ c_int64 = ctypes.c_int64
 c_void_p = ctypes.c_void_p
 
 # The C ABI these structs mirror (MXQ_ABI_VERSION); the library must report the same.
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 # Status codes (mxq::Code).
 OK = 0
@@ -153,6 +153,39 @@ class SwizzleArgs(ctypes.Structure):
 
 
 # Every struct of mxq.h with its C name (used by the ABI test).
+SWIGLU_VARIANT = {"silu": 0, "clamped": 1}
+SWIGLU_LAYOUT = {"concatenated": 0, "interleaved": 1}
+
+
+class SwigluParams(ctypes.Structure):
+    _fields_ = [
+        ("variant", c_int32),
+        ("layout", c_int32),
+        ("alpha", ctypes.c_float),
+        ("limit", ctypes.c_float),
+    ]
+
+
+class SwigluArgs(ctypes.Structure):
+    _fields_ = [
+        ("quantize", QuantizeArgs),
+        ("swiglu", SwigluParams),
+        ("weights", c_void_p),
+        ("activation", c_void_p),
+    ]
+
+
+class SwigluBackwardArgs(ctypes.Structure):
+    _fields_ = [
+        ("quantize", QuantizeArgs),
+        ("grad", TensorView),
+        ("swiglu", SwigluParams),
+        ("weights", c_void_p),
+        ("grad_input", c_void_p),
+        ("grad_weights", c_void_p),
+    ]
+
+
 STRUCTS = {
     "mxq_tensor_view": TensorView,
     "mxq_token_groups": TokenGroups,
@@ -162,4 +195,7 @@ STRUCTS = {
     "mxq_pad_args": PadArgs,
     "mxq_unpad_args": UnpadArgs,
     "mxq_swizzle_args": SwizzleArgs,
+    "mxq_swiglu_params": SwigluParams,
+    "mxq_swiglu_args": SwigluArgs,
+    "mxq_swiglu_backward_args": SwigluBackwardArgs,
 }

@@ -69,6 +69,44 @@ QuantizeArgs to_cpp(const mxq_quantize_args& a) {
   return q;
 }
 
+SwigluParams to_cpp(const mxq_swiglu_params& p) {
+  return {static_cast<SwigluVariant>(p.variant), static_cast<SwigluLayout>(p.layout), p.alpha, p.limit};
+}
+
+SwigluArgs to_cpp(const mxq_swiglu_args& a) {
+  const QuantizeArgs q = to_cpp(a.quantize);
+  SwigluArgs s;
+  s.input = q.input;
+  s.swiglu = to_cpp(a.swiglu);
+  s.weights = a.weights;
+  s.params = q.params;
+  s.groups = q.groups;
+  s.tensor_amax = q.tensor_amax;
+  s.out = q.out;
+  s.activation = a.activation;
+  s.backend = q.backend;
+  s.stream = q.stream;
+  return s;
+}
+
+SwigluBackwardArgs to_cpp(const mxq_swiglu_backward_args& a) {
+  const QuantizeArgs q = to_cpp(a.quantize);
+  SwigluBackwardArgs s;
+  s.grad = to_cpp(a.grad);
+  s.input = q.input;
+  s.swiglu = to_cpp(a.swiglu);
+  s.weights = a.weights;
+  s.params = q.params;
+  s.groups = q.groups;
+  s.tensor_amax = q.tensor_amax;
+  s.out = q.out;
+  s.grad_input = a.grad_input;
+  s.grad_weights = a.grad_weights;
+  s.backend = q.backend;
+  s.stream = q.stream;
+  return s;
+}
+
 struct mxq_quantize_sizes to_c(const QuantizeSizes& s) {
   return {s.row_data_rows,  s.col_data_cols,   s.row_data_bytes,     s.row_scale_bytes,
           s.col_data_bytes, s.col_scale_bytes, s.tensor_scale_count, s.padded_offset_count};
@@ -147,6 +185,38 @@ int32_t mxq_quantize_sizes(const mxq_quantize_args* args, struct mxq_quantize_si
   return run("mxq_quantize_sizes", [&] {
     QuantizeSizes s;
     Status st = quantize_sizes(to_cpp(*args), &s);
+    if (st.ok()) *sizes = to_c(s);
+    return st;
+  });
+}
+
+int32_t mxq_swiglu_quantize(const mxq_swiglu_args* args) {
+  if (!args) return null_arg("mxq_swiglu_quantize", "args");
+  return run("mxq_swiglu_quantize", [&] { return swiglu_quantize(to_cpp(*args)); });
+}
+
+int32_t mxq_swiglu_quantize_sizes(const mxq_swiglu_args* args, struct mxq_quantize_sizes* sizes) {
+  if (!args) return null_arg("mxq_swiglu_quantize_sizes", "args");
+  if (!sizes) return null_arg("mxq_swiglu_quantize_sizes", "sizes");
+  return run("mxq_swiglu_quantize_sizes", [&] {
+    QuantizeSizes s;
+    Status st = swiglu_quantize_sizes(to_cpp(*args), &s);
+    if (st.ok()) *sizes = to_c(s);
+    return st;
+  });
+}
+
+int32_t mxq_swiglu_backward_quantize(const mxq_swiglu_backward_args* args) {
+  if (!args) return null_arg("mxq_swiglu_backward_quantize", "args");
+  return run("mxq_swiglu_backward_quantize", [&] { return swiglu_backward_quantize(to_cpp(*args)); });
+}
+
+int32_t mxq_swiglu_backward_quantize_sizes(const mxq_swiglu_backward_args* args, struct mxq_quantize_sizes* sizes) {
+  if (!args) return null_arg("mxq_swiglu_backward_quantize_sizes", "args");
+  if (!sizes) return null_arg("mxq_swiglu_backward_quantize_sizes", "sizes");
+  return run("mxq_swiglu_backward_quantize_sizes", [&] {
+    QuantizeSizes s;
+    Status st = swiglu_backward_quantize_sizes(to_cpp(*args), &s);
     if (st.ok()) *sizes = to_c(s);
     return st;
   });

@@ -6,13 +6,16 @@
 #include "quantize_layout.hpp"
 
 namespace mxq {
-namespace {
+namespace api {
 
-// Everything quantize_sizes checks: the input view and the layout it implies.
-Status validate_inputs(const char* op, const QuantizeArgs& a, QuantizeSizes* sizes) {
+Status validate_quantize_inputs(const char* op, const QuantizeArgs& a, QuantizeSizes* sizes) {
   MXQ_TRY(api::check_tensor(op, "input", a.input));
   MXQ_TRY(api::check_float_dtype(op, "input.dtype", a.input.dtype));
-  api::QuantizeShape shape{a.params, a.input.batch, a.input.rows, a.input.cols, a.groups, "input."};
+  return validate_quantize_layout(op, a, "input.", sizes);
+}
+
+Status validate_quantize_layout(const char* op, const QuantizeArgs& a, const char* dims_prefix, QuantizeSizes* sizes) {
+  api::QuantizeShape shape{a.params, a.input.batch, a.input.rows, a.input.cols, a.groups, dims_prefix};
   MXQ_TRY(api::quantize_layout(op, shape, sizes));
   const bool nv = a.params.format == Format::nvfp4;
   MXQ_REQUIRE(nv || a.tensor_amax == nullptr, "tensor_amax is given but format ",
@@ -20,8 +23,7 @@ Status validate_inputs(const char* op, const QuantizeArgs& a, QuantizeSizes* siz
   return api::check_backend(op, a.backend);
 }
 
-// The outputs: present for what the call writes, absent for what it does not.
-Status validate_outputs(const char* op, const QuantizeArgs& a, const QuantizeSizes& s) {
+Status validate_quantize_outputs(const char* op, const QuantizeArgs& a, const QuantizeSizes& s) {
   const QuantizeOutputs& o = a.out;
   const char* dir = to_string(a.params.direction);
   if (has_rowwise(a.params.direction)) {
@@ -70,13 +72,13 @@ Status validate_outputs(const char* op, const QuantizeArgs& a, const QuantizeSiz
        {"out.amax", o.amax, floats}});
 }
 
-}  // namespace
+}  // namespace api
 
 Status quantize_sizes(const QuantizeArgs& args, QuantizeSizes* sizes) {
   const char* op = "quantize_sizes";
   MXQ_REQUIRE(sizes != nullptr, "sizes is null");
   QuantizeSizes s;
-  MXQ_TRY(validate_inputs(op, args, &s));
+  MXQ_TRY(api::validate_quantize_inputs(op, args, &s));
   *sizes = s;
   return {};
 }
@@ -84,8 +86,8 @@ Status quantize_sizes(const QuantizeArgs& args, QuantizeSizes* sizes) {
 Status quantize(const QuantizeArgs& args) {
   const char* op = "quantize";
   QuantizeSizes s;
-  MXQ_TRY(validate_inputs(op, args, &s));
-  MXQ_TRY(validate_outputs(op, args, s));
+  MXQ_TRY(api::validate_quantize_inputs(op, args, &s));
+  MXQ_TRY(api::validate_quantize_outputs(op, args, s));
   const QuantizeOutputs& o = args.out;
   Backend b;
   MXQ_TRY(api::resolve_backend(op, args.backend,

@@ -17,4 +17,13 @@ struct QuantizeShape {
 // directions in params.direction (the others stay 0).
 Status quantize_layout(const char* op, const QuantizeShape& shape, QuantizeSizes* sizes);
 
+// Everything quantize_sizes checks: the input view and the layout it implies.
+Status validate_quantize_inputs(const char* op, const QuantizeArgs& a, QuantizeSizes* sizes);
+// The layout part alone, for ops that quantize a tensor they compute (messages name its dimensions
+// with dims_prefix, e.g. "activation.").
+Status validate_quantize_layout(const char* op, const QuantizeArgs& a, const char* dims_prefix, QuantizeSizes* sizes);
+// The outputs of a quantize call: present for what the call writes, absent for what it does not,
+// overlapping neither its inputs nor each other.
+Status validate_quantize_outputs(const char* op, const QuantizeArgs& a, const QuantizeSizes& s);
+
 }  // namespace mxq::api

@@ -36,6 +36,14 @@ static_assert(offsetof(mxq_pad_args, alignment) == 72 && offsetof(mxq_pad_args, 
 static_assert(offsetof(mxq_unpad_args, rows) == 80 && offsetof(mxq_unpad_args, amax) == 112 && sizeof(mxq_unpad_args) == 120, "mxq_unpad_args");
 static_assert(offsetof(mxq_swizzle_args, group_axis) == 32 && offsetof(mxq_swizzle_args, groups) == 40 &&
                   sizeof(mxq_swizzle_args) == 80, "mxq_swizzle_args");
+static_assert(sizeof(mxq_swiglu_params) == 16, "mxq_swiglu_params");
+static_assert(offsetof(mxq_swiglu_args, swiglu) == 192 && offsetof(mxq_swiglu_args, weights) == 208 &&
+                  offsetof(mxq_swiglu_args, activation) == 216 && sizeof(mxq_swiglu_args) == 224,
+              "mxq_swiglu_args");
+static_assert(offsetof(mxq_swiglu_backward_args, grad) == 192 && offsetof(mxq_swiglu_backward_args, swiglu) == 248 &&
+                  offsetof(mxq_swiglu_backward_args, weights) == 264 &&
+                  offsetof(mxq_swiglu_backward_args, grad_weights) == 280 && sizeof(mxq_swiglu_backward_args) == 288,
+              "mxq_swiglu_backward_args");
 
 // The C constants are the C++ enum values.
 static_assert(MXQ_ERR_INVALID_OFFSETS == int(Code::invalid_offsets) && MXQ_ERR_UNSUPPORTED == int(Code::unsupported) &&

@@ -1,0 +1,156 @@
+// The SwiGLU activation and its derivative (docs/spec.md section 9) as one fixed sequence of fp32
+// operations, each rounded to nearest even, so that every backend gives the same bits: exp is the
+// polynomial below, not a platform's libm, and no multiply is fused with an add (on the device the
+// _rn intrinsics keep nvcc from contracting them).
+#pragma once
+#include "common.hpp"
+
+namespace mxq::num {
+
+MXQ_HD float fmul(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fmul_rn(a, b);
+#else
+  return a * b;
+#endif
+}
+MXQ_HD float fadd(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fadd_rn(a, b);
+#else
+  return a + b;
+#endif
+}
+MXQ_HD float fsub(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fsub_rn(a, b);
+#else
+  return a - b;
+#endif
+}
+MXQ_HD float fdiv(float a, float b) {
+#if defined(__CUDA_ARCH__)
+  return __fdiv_rn(a, b);
+#else
+  return a / b;
+#endif
+}
+
+constexpr float kInf = __builtin_huge_valf();
+
+// e^x in fp32: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite, ln2 split so that n * ln2_hi is exact),
+// e^r by its Taylor polynomial of degree 7 (truncation below 2^-27), then scaled by 2^n exactly
+// (one rounding where the result is subnormal). At most 2 ulp from the correctly rounded value
+// (tests/numerics measure it); NaN in gives NaN, overflow +Inf, underflow +0.
+MXQ_HD float exp_f32(float x) {
+  if (!(x == x)) return u2f(kF32QuietNaN);
+  if (x > 88.7228394f) return kInf;  // above ln(FLT_MAX)
+  if (x < -104.0f) return 0.0f;       // below half the smallest subnormal
+  const float kRound = 12582912.0f;   // 1.5 * 2^23: adding it rounds |t| < 2^22 to an integer
+  const float n = fsub(fadd(fmul(x, 1.44269502f), kRound), kRound);
+  const float r = fsub(fsub(x, fmul(n, 0.693145751953125f)), fmul(n, 1.42860677e-6f));
+  float p = 1.98412701e-4f;                 // 1/5040
+  p = fadd(fmul(p, r), 1.38888892e-3f);     // 1/720
+  p = fadd(fmul(p, r), 8.33333377e-3f);     // 1/120
+  p = fadd(fmul(p, r), 4.16666679e-2f);     // 1/24
+  p = fadd(fmul(p, r), 0.166666672f);       // 1/6
+  p = fadd(fmul(p, r), 0.5f);
+  p = fadd(fmul(p, r), 1.0f);
+  p = fadd(fmul(p, r), 1.0f);
+  const int k = static_cast<int>(n);
+  if (k > 127) return fmul(fmul(p, 2.0f), pow2f(k - 1));
+  if (k < -126) return fmul(fmul(p, pow2f(k + 64)), pow2f(-64));
+  return fmul(p, pow2f(k));
+}
+
+// 1 / (1 + e^-x): 0 for x = -Inf, 1 for x = +Inf, NaN for NaN.
+MXQ_HD float sigmoid_f32(float x) { return fdiv(1.0f, fadd(1.0f, exp_f32(-x))); }
+
+// silu: a = silu(gate) * up. clamped (gpt-oss): a = (clamp(up, -L, L) + 1) * g * sigmoid(alpha g)
+// with g = min(gate, L).
+struct SwigluRule {
+  bool clamped = false;
+  float alpha = 1.0f;  // clamped only
+  float limit = 0.0f;  // clamped only: L
+};
+
+// min(gate, L) and clamp(up, -L, L) as comparisons, so that NaN passes through (fminf would drop it).
+MXQ_HD float clamp_gate(float gate, float L) { return gate > L ? L : gate; }
+MXQ_HD float clamp_up(float up, float L) { return up > L ? L : (up < -L ? -L : up); }
+
+// NaN as the canonical quiet NaN: hosts propagate an operand's payload, GPUs do not.
+MXQ_HD float canonical_nan(float x) { return x == x ? x : u2f(kF32QuietNaN); }
+
+// The activation of one (gate, up) pair, before any per-token weight.
+MXQ_HD float swiglu_unweighted(float gate, float up, const SwigluRule& r) {
+  if (!r.clamped) return fmul(fmul(gate, sigmoid_f32(gate)), up);
+  const float g = clamp_gate(gate, r.limit);
+  const float glu = fmul(g, sigmoid_f32(fmul(g, r.alpha)));
+  return fmul(fadd(clamp_up(up, r.limit), 1.0f), glu);
+}
+
+// a = swiglu(gate, up) [* weight], the value that is rounded to h's dtype and quantized.
+MXQ_HD float swiglu(float gate, float up, bool weighted, float weight, const SwigluRule& r) {
+  const float a = swiglu_unweighted(gate, up, r);
+  return canonical_nan(weighted ? fmul(a, weight) : a);
+}
+
+// Gradients of one pair: d_gate, d_up, and the unweighted activation (the per-token weight's
+// gradient sums dA * act).
+struct SwigluGrad {
+  float d_gate, d_up, act;
+};
+
+// silu'(x) = s (1 + x (1 - s)) with s = sigmoid(x).
+MXQ_HD float dsilu(float x, float s) { return fmul(s, fadd(1.0f, fmul(x, fsub(1.0f, s)))); }
+
+// As torch's autograd differentiates the expressions above, with dA first multiplied by the
+// weight: a clamp passes the gradient where its input lies within the bounds, bounds included,
+// and gives exactly 0 elsewhere (NaN included).
+MXQ_HD SwigluGrad swiglu_grad(float gate, float up, float dA, bool weighted, float weight, const SwigluRule& r) {
+  const float g_out = weighted ? fmul(dA, weight) : dA;
+  if (!r.clamped) {
+    const float s = sigmoid_f32(gate);
+    const float silu = fmul(gate, s);
+    return {canonical_nan(fmul(fmul(g_out, up), dsilu(gate, s))), canonical_nan(fmul(g_out, silu)), fmul(silu, up)};
+  }
+  const float L = r.limit;
+  const float g = clamp_gate(gate, L);
+  const float ag = fmul(g, r.alpha);
+  const float s = sigmoid_f32(ag);
+  const float glu = fmul(g, s);
+  const float u1 = fadd(clamp_up(up, L), 1.0f);
+  // d glu / d g = s + g alpha s (1 - s) = s (1 + ag (1 - s)): silu' at ag.
+  const float d_gate = gate <= L ? fmul(fmul(g_out, u1), dsilu(ag, s)) : 0.0f;
+  const float d_up = up >= -L && up <= L ? fmul(g_out, glu) : 0.0f;
+  return {canonical_nan(d_gate), canonical_nan(d_up), fmul(u1, glu)};
+}
+
+}  // namespace mxq::num
+
+namespace mxq::num {
+
+// The per-token weight's gradient sums n products p (dA * activation, in column order) in a fixed
+// order that a warp can follow: chunks of kSumChunk consecutive products, each summed left to
+// right from its first, then the chunk sums pairwise, level by level ((0,1), (2,3), ...; an
+// unpaired last sum moves up unchanged). A NaN result is the canonical quiet NaN; n = 0 gives +0.
+constexpr int kSumChunk = 32;
+
+inline float ordered_sum(const float* p, int64_t n, float* chunk_sums) {
+  if (n <= 0) return 0.0f;
+  int64_t chunks = 0;
+  for (int64_t c = 0; c < n; c += kSumChunk, ++chunks) {
+    float s = p[c];
+    for (int64_t j = c + 1; j < c + kSumChunk && j < n; ++j) s = fadd(s, p[j]);
+    chunk_sums[chunks] = s;
+  }
+  while (chunks > 1) {
+    for (int64_t i = 0; i < chunks / 2; ++i) chunk_sums[i] = fadd(chunk_sums[2 * i], chunk_sums[2 * i + 1]);
+    if (chunks % 2) chunk_sums[chunks / 2] = chunk_sums[chunks - 1];
+    chunks = (chunks + 1) / 2;
+  }
+  const float s = chunk_sums[0];
+  return s == s ? s : u2f(kF32QuietNaN);
+}
+
+}  // namespace mxq::num

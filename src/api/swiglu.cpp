@@ -1,0 +1,223 @@
+// swiglu_quantize and swiglu_backward_quantize: validation, sizes and dispatch. The quantization
+// of the computed tensor (a, or dh) is validated and run as quantize's own.
+#include <mxq/swiglu.hpp>
+
+#include <vector>
+
+#include <mxq/numerics/common.hpp>
+
+#include "backend.hpp"
+#include "check.hpp"
+#include "quantize_layout.hpp"
+
+namespace mxq {
+namespace {
+
+Status check_swiglu_params(const char* op, const SwigluParams& p) {
+  MXQ_REQUIRE(p.variant == SwigluVariant::silu || p.variant == SwigluVariant::clamped,
+              "swiglu.variant must be silu (0) or clamped (1) (got ", static_cast<int32_t>(p.variant), ")");
+  MXQ_REQUIRE(p.layout == SwigluLayout::concatenated || p.layout == SwigluLayout::interleaved,
+              "swiglu.layout must be concatenated (0) or interleaved (1) (got ", static_cast<int32_t>(p.layout), ")");
+  if (p.variant == SwigluVariant::clamped) {
+    MXQ_REQUIRE(p.limit > 0.0f && p.limit <= num::kFltMax, "swiglu.limit (", p.limit,
+                ") must be finite and > 0 for the clamped variant");
+    MXQ_REQUIRE(p.alpha >= -num::kFltMax && p.alpha <= num::kFltMax, "swiglu.alpha (", p.alpha, ") must be finite");
+  }
+  return {};
+}
+
+// h: a 2-D float tensor of gate / up pairs.
+Status check_h(const char* op, const TensorView& h) {
+  MXQ_TRY(api::check_tensor(op, "input", h));
+  MXQ_TRY(api::check_float_dtype(op, "input.dtype", h.dtype));
+  MXQ_REQUIRE(h.batch == 1, "input must be 2-D (M, 2F): batch must be 1 (got ", h.batch, ")");
+  MXQ_REQUIRE(h.cols % 2 == 0, "input.cols (", h.cols, ") must be even: F gate and F up columns");
+  return {};
+}
+
+// The quantize call over the computed tensor (M, cols) in h's dtype at `data`.
+QuantizeArgs computed_quantize(const TensorView& h, int64_t cols, const void* data, const QuantizeParams& params,
+                               const QuantizeGroups& groups, const float* tensor_amax, const QuantizeOutputs& out,
+                               Backend backend, void* stream) {
+  QuantizeArgs q;
+  q.input = {data, h.dtype, 1, h.rows, cols, 0, 0};
+  q.params = params;
+  q.groups = groups;
+  q.tensor_amax = tensor_amax;
+  q.out = out;
+  q.backend = backend;
+  q.stream = stream;
+  return q;
+}
+
+// No output may share a byte with an input or another output: h, dA, weights, group ends and
+// tensor_amax in; the computed tensor, the weights' gradient and the quantize outputs out.
+Status check_swiglu_overlap(const char* op, const QuantizeArgs& q, const QuantizeSizes& s, const TensorView& h,
+                            const TensorView* grad, const float* weights, const char* computed_name,
+                            const void* computed, const float* grad_weights) {
+  const QuantizeOutputs& o = q.out;
+  const uint64_t floats = uint64_t(h.rows) * sizeof(float);
+  const uint64_t offsets = uint64_t(s.padded_offset_count) * sizeof(int32_t);
+  const uint64_t computed_bytes = uint64_t(q.input.rows) * uint64_t(q.input.cols) * dtype_size(h.dtype);
+  const bool amax_in_place = q.tensor_amax && (q.tensor_amax == o.s_enc || q.tensor_amax == o.s_dec);
+  return api::check_no_overlap(
+      op,
+      {{"input.data", h.data, api::view_bytes(h)},
+       {"grad.data", grad ? grad->data : nullptr, grad ? api::view_bytes(*grad) : 0},
+       {"weights", weights, floats},
+       {"groups.groups.ends", q.groups.groups.ends, uint64_t(q.groups.groups.count) * sizeof(int32_t)},
+       {"tensor_amax", amax_in_place ? nullptr : q.tensor_amax, sizeof(float)}},
+      {{computed_name, computed, computed_bytes},
+       {"grad_weights", grad_weights, floats},
+       {"out.row_data", o.row_data, uint64_t(s.row_data_bytes)},
+       {"out.row_scales", o.row_scales, uint64_t(s.row_scale_bytes)},
+       {"out.col_data", o.col_data, uint64_t(s.col_data_bytes)},
+       {"out.col_scales", o.col_scales, uint64_t(s.col_scale_bytes)},
+       {"out.s_enc", o.s_enc, uint64_t(s.tensor_scale_count) * sizeof(float)},
+       {"out.s_dec", o.s_dec, uint64_t(s.tensor_scale_count) * sizeof(float)},
+       {"out.padded_starts", o.padded_starts, offsets},
+       {"out.padded_ends", o.padded_ends, offsets},
+       {"out.amax", o.amax, sizeof(float)}});
+}
+
+Status validate_forward(const char* op, const SwigluArgs& a, QuantizeSizes* s) {
+  MXQ_TRY(check_h(op, a.input));
+  MXQ_TRY(check_swiglu_params(op, a.swiglu));
+  const QuantizeArgs q = computed_quantize(a.input, a.input.cols / 2, a.input.data, a.params, a.groups,
+                                           a.tensor_amax, a.out, a.backend, a.stream);
+  return api::validate_quantize_layout(op, q, "activation.", s);
+}
+
+Status validate_backward(const char* op, const SwigluBackwardArgs& a, QuantizeSizes* s) {
+  MXQ_TRY(check_h(op, a.input));
+  MXQ_TRY(check_swiglu_params(op, a.swiglu));
+  MXQ_TRY(api::check_tensor(op, "grad", a.grad));
+  MXQ_TRY(api::check_float_dtype(op, "grad.dtype", a.grad.dtype));
+  MXQ_REQUIRE(a.grad.batch == 1 && a.grad.rows == a.input.rows && a.grad.cols * 2 == a.input.cols,
+              "grad must be (M, F) = (", a.input.rows, ", ", a.input.cols / 2, ") for an input of (", a.input.rows,
+              ", ", a.input.cols, ") (got batch ", a.grad.batch, ", ", a.grad.rows, " x ", a.grad.cols, ")");
+  const QuantizeArgs q = computed_quantize(a.input, a.input.cols, a.input.data, a.params, a.groups, a.tensor_amax,
+                                           a.out, a.backend, a.stream);
+  return api::validate_quantize_layout(op, q, "grad_input.", s);
+}
+
+}  // namespace
+
+Status swiglu_quantize_sizes(const SwigluArgs& args, QuantizeSizes* sizes) {
+  const char* op = "swiglu_quantize_sizes";
+  MXQ_REQUIRE(sizes != nullptr, "sizes is null");
+  QuantizeSizes s;
+  MXQ_TRY(validate_forward(op, args, &s));
+  *sizes = s;
+  return {};
+}
+
+Status swiglu_backward_quantize_sizes(const SwigluBackwardArgs& args, QuantizeSizes* sizes) {
+  const char* op = "swiglu_backward_quantize_sizes";
+  MXQ_REQUIRE(sizes != nullptr, "sizes is null");
+  QuantizeSizes s;
+  MXQ_TRY(validate_backward(op, args, &s));
+  *sizes = s;
+  return {};
+}
+
+Status swiglu_quantize(const SwigluArgs& args) {
+  const char* op = "swiglu_quantize";
+  QuantizeSizes s;
+  MXQ_TRY(validate_forward(op, args, &s));
+  const TensorView& h = args.input;
+  const int64_t F = h.cols / 2;
+  QuantizeArgs q = computed_quantize(h, F, args.activation, args.params, args.groups, args.tensor_amax, args.out,
+                                     args.backend, args.stream);
+  MXQ_TRY(api::validate_quantize_outputs(op, q, s));
+  MXQ_TRY(check_swiglu_overlap(op, q, s, h, nullptr, args.weights, "activation", args.activation, nullptr));
+  const QuantizeOutputs& o = args.out;
+  Backend b;
+  MXQ_TRY(api::resolve_backend(op, args.backend,
+                               {{"input.data", h.data},
+                                {"weights", args.weights},
+                                {"groups.groups.ends", args.groups.groups.ends},
+                                {"tensor_amax", args.tensor_amax},
+                                {"activation", args.activation},
+                                {"out.row_data", o.row_data},
+                                {"out.row_scales", o.row_scales},
+                                {"out.col_data", o.col_data},
+                                {"out.col_scales", o.col_scales},
+                                {"out.s_enc", o.s_enc},
+                                {"out.s_dec", o.s_dec},
+                                {"out.padded_starts", o.padded_starts},
+                                {"out.padded_ends", o.padded_ends},
+                                {"out.amax", o.amax}},
+                               &b));
+#ifdef MXQ_WITH_CUDA
+  if (b == Backend::cuda) {
+    if (args.activation == nullptr && h.rows * F > 0)
+      return api::fail(Code::unsupported, op, "the cuda backend needs activation (an (M, F) buffer in the input's "
+                                              "dtype): it writes the activation, then quantizes it");
+    MXQ_TRY(cuda::swiglu_forward(args, args.activation));
+    return cuda::quantize(q, s);
+  }
+#endif
+  // The reference computes a into host memory of its own when the caller keeps no copy.
+  std::vector<unsigned char> scratch;
+  if (q.input.data == nullptr) {
+    scratch.resize(static_cast<size_t>(h.rows * F * dtype_size(h.dtype)));
+    q.input.data = scratch.data();
+  }
+  MXQ_TRY(cpu::swiglu_forward(args, const_cast<void*>(q.input.data)));
+  return cpu::quantize(q, s);
+}
+
+Status swiglu_backward_quantize(const SwigluBackwardArgs& args) {
+  const char* op = "swiglu_backward_quantize";
+  QuantizeSizes s;
+  MXQ_TRY(validate_backward(op, args, &s));
+  const TensorView& h = args.input;
+  MXQ_REQUIRE(args.weights == nullptr || args.grad_weights != nullptr || h.rows == 0,
+              "grad_weights is null but weights are given (the gradient of each row's weight, ", h.rows, " floats)");
+  MXQ_REQUIRE(args.weights != nullptr || args.grad_weights == nullptr,
+              "grad_weights is given but weights are not (there is no weight to differentiate)");
+  QuantizeArgs q = computed_quantize(h, h.cols, args.grad_input, args.params, args.groups, args.tensor_amax,
+                                     args.out, args.backend, args.stream);
+  MXQ_TRY(api::validate_quantize_outputs(op, q, s));
+  MXQ_TRY(check_swiglu_overlap(op, q, s, h, &args.grad, args.weights, "grad_input", args.grad_input,
+                               args.grad_weights));
+  const QuantizeOutputs& o = args.out;
+  Backend b;
+  MXQ_TRY(api::resolve_backend(op, args.backend,
+                               {{"grad.data", args.grad.data},
+                                {"input.data", h.data},
+                                {"weights", args.weights},
+                                {"groups.groups.ends", args.groups.groups.ends},
+                                {"tensor_amax", args.tensor_amax},
+                                {"grad_input", args.grad_input},
+                                {"grad_weights", args.grad_weights},
+                                {"out.row_data", o.row_data},
+                                {"out.row_scales", o.row_scales},
+                                {"out.col_data", o.col_data},
+                                {"out.col_scales", o.col_scales},
+                                {"out.s_enc", o.s_enc},
+                                {"out.s_dec", o.s_dec},
+                                {"out.padded_starts", o.padded_starts},
+                                {"out.padded_ends", o.padded_ends},
+                                {"out.amax", o.amax}},
+                               &b));
+#ifdef MXQ_WITH_CUDA
+  if (b == Backend::cuda) {
+    if (args.grad_input == nullptr && h.rows * h.cols > 0)
+      return api::fail(Code::unsupported, op, "the cuda backend needs grad_input (an (M, 2F) buffer in the input's "
+                                              "dtype): it writes the gradient, then quantizes it");
+    MXQ_TRY(cuda::swiglu_backward(args, args.grad_input));
+    return cuda::quantize(q, s);
+  }
+#endif
+  std::vector<unsigned char> scratch;
+  if (q.input.data == nullptr) {
+    scratch.resize(static_cast<size_t>(h.rows * h.cols * dtype_size(h.dtype)));
+    q.input.data = scratch.data();
+  }
+  MXQ_TRY(cpu::swiglu_backward(args, const_cast<void*>(q.input.data)));
+  return cpu::quantize(q, s);
+}
+
+}  // namespace mxq

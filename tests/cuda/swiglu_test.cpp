@@ -1,0 +1,172 @@
+// swiglu_quantize / swiglu_backward_quantize on the cuda backend against the cpu backend, byte for
+// byte: every computed element, every quantized output and the weights' gradient, for every dtype,
+// layout, variant, format and direction, with and without weights, token groups (empty ones
+// included) and fused padding, on random values with special ones (NaN, Inf, huge gates), strided
+// and unaligned inputs; every output byte written (two poison patterns).
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cuda/cuda_test_util.hpp"
+#include "support/swiglu_runner.hpp"
+
+namespace mxq::test {
+namespace {
+
+struct DeviceSwiglu {
+  QuantizeResult quantized;
+  std::vector<uint8_t> computed;
+  std::vector<float> grad_weights;
+};
+
+// The op on the device, run over two poison patterns; `grad` null runs the forward.
+DeviceSwiglu run_cuda(const HostTensor& h, const HostTensor* grad, const SwigluRequest& req, size_t offset) {
+  DeviceTensor dh(h, offset);
+  std::unique_ptr<DeviceTensor> dg = grad ? std::make_unique<DeviceTensor>(*grad, offset) : nullptr;
+  const DeviceBuffer ends = device_copy(req.quantize.ends), weights = device_copy(req.weights),
+                     amax = device_copy(req.quantize.tensor_amax);
+  const int64_t cols = grad ? h.cols : h.cols / 2;
+  DeviceBuffer computed(size_t(h.rows * cols * dtype_size(h.dtype)));
+  DeviceBuffer grad_weights(grad ? req.weights.size() * sizeof(float) : 0);
+  auto fill_common = [&](auto& a) {
+    a.input = dh.view;
+    a.swiglu = req.swiglu;
+    a.weights = req.weights.empty() ? nullptr : reinterpret_cast<const float*>(weights.get());
+    a.params = req.quantize.params;
+    a.groups.groups = {req.quantize.ends.empty() ? nullptr : reinterpret_cast<const int32_t*>(ends.get()),
+                       int64_t(req.quantize.ends.size())};
+    a.groups.pad_rowwise = req.quantize.pad_rowwise;
+    a.groups.pad_colwise = req.quantize.pad_colwise;
+    a.tensor_amax = req.quantize.tensor_amax.empty() ? nullptr : reinterpret_cast<const float*>(amax.get());
+    a.backend = Backend::cuda;
+  };
+  SwigluArgs fa;
+  SwigluBackwardArgs ba;
+  QuantizeSizes s;
+  if (grad) {
+    fill_common(ba);
+    ba.grad = dg->view;
+    ba.grad_input = computed.get();
+    ba.grad_weights = grad_weights.size() ? reinterpret_cast<float*>(grad_weights.get()) : nullptr;
+    const Status st = swiglu_backward_quantize_sizes(ba, &s);
+    EXPECT_TRUE(st.ok()) << st.message();
+  } else {
+    fill_common(fa);
+    fa.activation = computed.get();
+    const Status st = swiglu_quantize_sizes(fa, &s);
+    EXPECT_TRUE(st.ok()) << st.message();
+  }
+  DeviceOutputs out(s);
+  fa.out = ba.out = out.outputs(req.quantize.params.direction);
+  const auto r = run_poisoned_twice(
+      [&](uint8_t p) {
+        out.fill(p);
+        computed.fill(p);
+        grad_weights.fill(p);
+      },
+      [&] { return grad ? swiglu_backward_quantize(ba) : swiglu_quantize(fa); },
+      [&] {
+        DeviceSwiglu d;
+        d.quantized = out.download(s);
+        d.computed = computed.download();
+        const std::vector<uint8_t> gw = grad_weights.download();
+        d.grad_weights.resize(gw.size() / 4);
+        if (!gw.empty()) std::memcpy(d.grad_weights.data(), gw.data(), gw.size());
+        return d;
+      });
+  expect_every_byte_written(r[0].quantized, r[1].quantized, "cuda ");
+  EXPECT_TRUE(every_byte_written(r[0].computed, r[1].computed, "cuda computed"));
+  EXPECT_TRUE(every_byte_written(as_bytes(r[0].grad_weights), as_bytes(r[1].grad_weights), "cuda grad_weights"));
+  return r[0];
+}
+
+struct Case {
+  Format format;
+  Direction direction;
+  ScaleLayout layout;
+  int64_t groups;
+  int32_t pad;
+  bool amax_given;
+};
+
+const Case kCases[] = {
+    {Format::mxfp8, Direction::rowwise, ScaleLayout::blocked, 8, 32, false},
+    {Format::mxfp8, Direction::both, ScaleLayout::blocked, 8, 128, false},
+    {Format::mxfp8, Direction::both, ScaleLayout::linear, 0, 0, false},
+    {Format::mxfp8_e5m2, Direction::colwise, ScaleLayout::blocked, 5, 0, false},
+    {Format::mxfp4, Direction::both, ScaleLayout::blocked, 64, 32, false},
+    {Format::nvfp4, Direction::rowwise, ScaleLayout::blocked, 8, 128, true},
+    {Format::nvfp4, Direction::both, ScaleLayout::blocked, 0, 0, false},
+    {Format::nvfp4, Direction::rowwise, ScaleLayout::linear, 0, 0, true},
+};
+
+void expect_same(const SwigluResult& cpu, const DeviceSwiglu& gpu, Direction d) {
+  expect_outputs_equal(cpu.quantized, gpu.quantized, d);
+  EXPECT_TRUE(bytes_equal(cpu.computed, gpu.computed, "computed"));
+  EXPECT_TRUE(bytes_equal(as_bytes(cpu.grad_weights), as_bytes(gpu.grad_weights), "grad_weights"));
+}
+
+TEST(SwigluCuda, ForwardAndBackwardMatchTheCpuBackend) {
+  MXQ_FRESH_RNG(rng);
+  const bool quick = quick_mode();
+  for (DType t : {DType::bf16, DType::fp16, DType::fp32})
+    for (const Case& c : kCases)
+      for (SwigluVariant v : {SwigluVariant::silu, SwigluVariant::clamped}) {
+        const SwigluLayout l = rng.uniform(0, 1) ? SwigluLayout::interleaved : SwigluLayout::concatenated;
+        const bool weighted = rng.uniform(0, 1) == 1;
+        const int64_t M = quick ? rng.uniform(1, 200) : rng.uniform(1, 1500);
+        const int64_t F = 2 * (quick ? rng.uniform(1, 100) : rng.uniform(1, 700));
+        const int64_t stride = rng.uniform(0, 1) ? 2 * F + 2 * rng.uniform(1, 8) : 0;
+        const size_t offset = rng.uniform(0, 3) == 0 ? 2 : 0;
+        SCOPED_TRACE(::testing::Message() << to_string(t) << " " << to_string(c.format) << " "
+                                          << to_string(c.direction) << " G=" << c.groups << " pad=" << c.pad
+                                          << (v == SwigluVariant::clamped ? " clamped" : " silu")
+                                          << (l == SwigluLayout::interleaved ? " interleaved" : "")
+                                          << (weighted ? " weighted" : "") << " M=" << M << " F=" << F
+                                          << " stride=" << stride << " offset=" << offset);
+        HostTensor h = special_tensor(rng, t, 1, M, 2 * F, 0.01);
+        if (stride) {
+          HostTensor s(t, 1, M, 2 * F, stride);
+          for (int64_t m = 0; m < M; ++m)
+            for (int64_t k = 0; k < 2 * F; ++k)
+              std::memcpy(&s.bytes[s.index(0, m, k) * dtype_size(t)], &h.bytes[h.index(0, m, k) * dtype_size(t)],
+                          size_t(dtype_size(t)));
+          h = s;
+        }
+        // Huge gates: the exp overflows and underflows on both sides.
+        for (int i = 0; i < 8 && M * F > 0; ++i) h.set(0, rng.uniform(0, M - 1), rng.uniform(0, 2 * F - 1), i % 2 ? 1e30f : -1e30f);
+        SwigluRequest req;
+        req.quantize.params = {c.format, ScaleRule::rceil, c.layout, c.direction};
+        if (c.groups) req.quantize.ends = random_group_ends(rng, M, c.groups);
+        req.quantize.pad_rowwise = req.quantize.pad_colwise = c.pad;
+        if (c.amax_given) req.quantize.tensor_amax = {std::abs(rng.normal()) * 8.0f};
+        req.swiglu.variant = v;
+        req.swiglu.layout = l;
+        if (weighted)
+          for (int64_t m = 0; m < M; ++m) req.weights.push_back(rng.normal());
+        expect_same(run_swiglu(h, req), run_cuda(h, nullptr, req, offset), c.direction);
+        const HostTensor dA = special_tensor(rng, rng.uniform(0, 1) ? t : DType::bf16, 1, M, F, 0.01);
+        expect_same(run_swiglu_backward(dA, h, req), run_cuda(h, &dA, req, offset), c.direction);
+      }
+}
+
+TEST(SwigluCuda, NeedsTheComputedBufferAndTakesEmptyInputs) {
+  DeviceBuffer h(64 * 2), data(64), scales(4096);
+  SwigluArgs a;
+  a.input = {h.get(), DType::bf16, 1, 1, 64, 0, 0};
+  a.params.layout = ScaleLayout::linear;
+  a.out.row_data = data.get();
+  a.out.row_scales = scales.get();
+  a.backend = Backend::cuda;
+  const Status s = swiglu_quantize(a);
+  EXPECT_EQ(s.code(), Code::unsupported);
+  EXPECT_NE(s.message().find("needs activation"), std::string::npos) << s.message();
+  a.input.rows = 0;
+  EXPECT_TRUE(swiglu_quantize(a).ok());
+  EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
+}
+
+}  // namespace
+}  // namespace mxq::test
