@@ -24,6 +24,7 @@
 #include <string>
 #include <string_view>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 #include "output_shapes.hpp"
@@ -237,9 +238,31 @@ mxq::QuantizeParams parse_params(const char* op, c10::string_view format, c10::s
   return p;
 }
 
-// The outputs this call produces, in the order row_data, row_scales, col_data, col_scales, s_enc,
-// s_dec, padded_starts, padded_ends, amax (outputs the call does not produce are left out, so that
-// none is allocated).
+// Allocates the outputs a quantize with these params, sizes and shapes produces, appends them to
+// `outs` in the order row_data, row_scales, col_data, col_scales, s_enc, s_dec, padded_starts,
+// padded_ends (those the call does not produce are left out, so that none is allocated) and
+// returns them as the library's outputs.
+mxq::QuantizeOutputs quantize_outputs(const char* op, const mxq::QuantizeParams& params, const mxq::QuantizeSizes& sizes,
+                                      const mxq::torch_shapes::QuantizeShapes& s, const Tensor& like,
+                                      std::vector<Tensor>& outs) {
+  const std::array<int64_t, 8> counts = {sizes.row_data_bytes, sizes.row_scale_bytes, sizes.col_data_bytes,
+                                         sizes.col_scale_bytes, sizes.tensor_scale_count, sizes.tensor_scale_count,
+                                         sizes.padded_offset_count, sizes.padded_offset_count};
+  const at::ScalarType d = data_dtype(params.format), sc = scale_dtype(params.format);
+  const std::array<at::ScalarType, 8> dtypes = {d, sc, d, sc, at::kFloat, at::kFloat, at::kInt, at::kInt};
+  std::array<void*, 8> ptrs{};
+  for (size_t i = 0; i < s.outputs.size(); ++i) {
+    if (!s.outputs[i]) continue;
+    expect_numel(op, "output", *s.outputs[i], counts[i]);
+    outs.push_back(new_output(*s.outputs[i], dtypes[i], like));
+    ptrs[i] = outs.back().data_ptr();
+  }
+  return {ptrs[0], static_cast<uint8_t*>(ptrs[1]), ptrs[2], static_cast<uint8_t*>(ptrs[3]),
+          static_cast<float*>(ptrs[4]), static_cast<float*>(ptrs[5]), static_cast<int32_t*>(ptrs[6]),
+          static_cast<int32_t*>(ptrs[7]), nullptr};
+}
+
+// The outputs this call produces, in the order of quantize_outputs, then amax with with_amax.
 std::vector<Tensor> quantize(const Tensor& x, c10::string_view format, c10::string_view direction,
                              c10::string_view scale_rule, c10::string_view scale_layout, const OptTensor& group_ends,
                              int64_t pad_rowwise, int64_t pad_colwise, const OptTensor& tensor_amax, bool with_amax) {
@@ -260,30 +283,120 @@ std::vector<Tensor> quantize(const Tensor& x, c10::string_view format, c10::stri
 
   const mxq::torch_shapes::QuantizeShapes s = mxq::torch_shapes::quantize_shapes(
       a.params, in.batched, in.view.batch, in.view.rows, in.view.cols, G, a.groups.pad_rowwise, a.groups.pad_colwise);
-  const std::array<int64_t, 8> counts = {sizes.row_data_bytes, sizes.row_scale_bytes, sizes.col_data_bytes,
-                                         sizes.col_scale_bytes, sizes.tensor_scale_count, sizes.tensor_scale_count,
-                                         sizes.padded_offset_count, sizes.padded_offset_count};
-  const at::ScalarType d = data_dtype(a.params.format), sc = scale_dtype(a.params.format);
-  const std::array<at::ScalarType, 8> dtypes = {d, sc, d, sc, at::kFloat, at::kFloat, at::kInt, at::kInt};
   std::vector<Tensor> outs;
   outs.reserve(9);
-  std::array<void*, 9> ptrs{};
-  for (size_t i = 0; i < s.outputs.size(); ++i) {
-    if (!s.outputs[i]) continue;
-    expect_numel(op, "output", *s.outputs[i], counts[i]);
-    outs.push_back(new_output(*s.outputs[i], dtypes[i], in.x));
-    ptrs[i] = outs.back().data_ptr();
-  }
+  a.out = quantize_outputs(op, a.params, sizes, s, in.x, outs);
   if (with_amax) {
     outs.push_back(new_output(Shape{in.view.batch}, at::kFloat, in.x));
-    ptrs[8] = outs.back().data_ptr();
+    a.out.amax = outs.back().data_ptr<float>();
   }
-  a.out = {ptrs[0], static_cast<uint8_t*>(ptrs[1]), ptrs[2], static_cast<uint8_t*>(ptrs[3]),
-           static_cast<float*>(ptrs[4]), static_cast<float*>(ptrs[5]), static_cast<int32_t*>(ptrs[6]),
-           static_cast<int32_t*>(ptrs[7]), static_cast<float*>(ptrs[8])};
   a.backend = exec.backend;
   a.stream = exec.stream;
   check(mxq::quantize(a));
+  return outs;
+}
+
+mxq::SwigluParams parse_swiglu(const char* op, c10::string_view variant, c10::string_view layout, double alpha,
+                               double limit) {
+  mxq::SwigluParams p;
+  const std::string_view v = view_of(variant), l = view_of(layout);
+  TORCH_CHECK_VALUE(v == "silu" || v == "clamped", op, ": variant must be one of ['clamped', 'silu'] (got '", v, "')");
+  TORCH_CHECK_VALUE(l == "concatenated" || l == "interleaved", op,
+                    ": layout must be one of ['concatenated', 'interleaved'] (got '", l, "')");
+  p.variant = v == "silu" ? mxq::SwigluVariant::silu : mxq::SwigluVariant::clamped;
+  p.layout = l == "concatenated" ? mxq::SwigluLayout::concatenated : mxq::SwigluLayout::interleaved;
+  p.alpha = static_cast<float>(alpha);
+  p.limit = static_cast<float>(limit);
+  return p;
+}
+
+// What the forward and the backward share: h, the quantize arguments of the computed tensor, the
+// weights; `cols` is the computed tensor's width (F forward, 2F backward).
+template <class Args>
+std::vector<Tensor> swiglu_common(const char* op, Args& a, const Input& in, const Exec& exec, int64_t cols,
+                                  c10::string_view format, c10::string_view direction, c10::string_view scale_rule,
+                                  c10::string_view scale_layout, const OptTensor& group_ends, int64_t pad_rowwise,
+                                  int64_t pad_colwise, const OptTensor& tensor_amax, const OptTensor& weights,
+                                  Tensor* computed, Tensor* weights_arg) {
+  TORCH_CHECK_VALUE(!in.batched, op, ": h must be 2-D (M, 2F)");
+  a.params = parse_params(op, format, direction, scale_rule, scale_layout);
+  const auto [ends, G] = group_ends_arg(op, group_ends, in.x);
+  const Tensor amax_in = batch_floats_arg(op, "tensor_amax", tensor_amax, 1, in.x);
+  if (weights.has_value()) {
+    *weights_arg = vector_arg(op, "weights", *weights, at::kFloat, in.x);
+    TORCH_CHECK_VALUE(weights_arg->size(0) == in.view.rows, op, ": weights has ", weights_arg->size(0),
+                      " elements but h has ", in.view.rows, " rows (one weight per row)");
+  }
+  a.input = in.view;
+  a.weights = floats_ptr(*weights_arg);
+  a.groups.groups = {ends_ptr(ends), G};
+  a.groups.pad_rowwise = as_int32(op, "pad_rowwise", pad_rowwise);
+  a.groups.pad_colwise = as_int32(op, "pad_colwise", pad_colwise);
+  a.tensor_amax = floats_ptr(amax_in);
+  mxq::QuantizeSizes sizes;
+  if constexpr (std::is_same_v<Args, mxq::SwigluArgs>) {
+    check(mxq::swiglu_quantize_sizes(a, &sizes));
+  } else {
+    check(mxq::swiglu_backward_quantize_sizes(a, &sizes));
+  }
+  const mxq::torch_shapes::QuantizeShapes s = mxq::torch_shapes::quantize_shapes(
+      a.params, false, 1, in.view.rows, cols, G, a.groups.pad_rowwise, a.groups.pad_colwise);
+  std::vector<Tensor> outs;
+  outs.reserve(10);
+  a.out = quantize_outputs(op, a.params, sizes, s, in.x, outs);
+  *computed = new_output(Shape{in.view.rows, cols}, in.x.scalar_type(), in.x);
+  a.backend = exec.backend;
+  a.stream = exec.stream;
+  return outs;
+}
+
+// The quantize outputs of a = swiglu(h) the call produces (quantize_outputs' order), then a.
+std::vector<Tensor> swiglu_quantize(const Tensor& h, c10::string_view format, c10::string_view direction,
+                                    c10::string_view scale_rule, c10::string_view scale_layout,
+                                    const OptTensor& group_ends, int64_t pad_rowwise, int64_t pad_colwise,
+                                    const OptTensor& tensor_amax, const OptTensor& weights, c10::string_view variant,
+                                    c10::string_view layout, double alpha, double limit) {
+  const char* op = "swiglu_quantize";
+  mxq::SwigluArgs a;
+  a.swiglu = parse_swiglu(op, variant, layout, alpha, limit);
+  const Input in = input_view(op, h);
+  Exec exec(op, in.x);
+  Tensor act, w;
+  std::vector<Tensor> outs = swiglu_common(op, a, in, exec, in.view.cols / 2, format, direction, scale_rule, scale_layout,
+                                           group_ends, pad_rowwise, pad_colwise, tensor_amax, weights, &act, &w);
+  a.activation = act.data_ptr();
+  check(mxq::swiglu_quantize(a));
+  outs.push_back(act);
+  return outs;
+}
+
+// The quantize outputs of dh the call produces, then dh, then the weights' gradient with weights.
+std::vector<Tensor> swiglu_backward_quantize(const Tensor& grad, const Tensor& h, c10::string_view format,
+                                             c10::string_view direction, c10::string_view scale_rule,
+                                             c10::string_view scale_layout, const OptTensor& group_ends,
+                                             int64_t pad_rowwise, int64_t pad_colwise, const OptTensor& tensor_amax,
+                                             const OptTensor& weights, c10::string_view variant,
+                                             c10::string_view layout, double alpha, double limit) {
+  const char* op = "swiglu_backward_quantize";
+  mxq::SwigluBackwardArgs a;
+  a.swiglu = parse_swiglu(op, variant, layout, alpha, limit);
+  const Input in = input_view(op, h);
+  Exec exec(op, in.x);
+  same_device(op, "grad", grad, in.x);
+  const Input g = input_view(op, grad);
+  a.grad = g.view;
+  Tensor dh, w;
+  std::vector<Tensor> outs = swiglu_common(op, a, in, exec, in.view.cols, format, direction, scale_rule, scale_layout,
+                                           group_ends, pad_rowwise, pad_colwise, tensor_amax, weights, &dh, &w);
+  a.grad_input = dh.data_ptr();
+  Tensor gw;
+  if (w.defined()) {
+    gw = new_output(Shape{in.view.rows}, at::kFloat, in.x);
+    a.grad_weights = gw.data_ptr<float>();
+  }
+  check(mxq::swiglu_backward_quantize(a));
+  outs.push_back(dh);
+  if (gw.defined()) outs.push_back(gw);
   return outs;
 }
 
@@ -469,6 +582,14 @@ TORCH_LIBRARY(mxq, m) {
       "dequantize(Tensor data, Tensor scales, Tensor? s_dec, SymInt[] shape, str format, str direction, "
       "str scale_rule, str scale_layout, Tensor? group_ends, int pad_rowwise, int pad_colwise, "
       "ScalarType out_dtype) -> Tensor");
+  m.def(
+      "swiglu_quantize(Tensor h, str format, str direction, str scale_rule, str scale_layout, Tensor? group_ends, "
+      "int pad_rowwise, int pad_colwise, Tensor? tensor_amax, Tensor? weights, str variant, str layout, "
+      "float alpha, float limit) -> Tensor[]");
+  m.def(
+      "swiglu_backward_quantize(Tensor grad, Tensor h, str format, str direction, str scale_rule, str scale_layout, "
+      "Tensor? group_ends, int pad_rowwise, int pad_colwise, Tensor? tensor_amax, Tensor? weights, str variant, "
+      "str layout, float alpha, float limit) -> Tensor[]");
   m.def("tensor_amax(Tensor x) -> Tensor");
   m.def("pad(Tensor x, Tensor group_ends, int alignment, bool with_amax) -> (Tensor, Tensor, Tensor, Tensor)");
   m.def("unpad(Tensor x, Tensor group_ends, int alignment, SymInt rows, bool with_amax) -> (Tensor, Tensor)");
@@ -480,6 +601,8 @@ TORCH_LIBRARY(mxq, m) {
   m.impl("quantize", &quantize);        \
   m.impl("dequantize", &dequantize);    \
   m.impl("tensor_amax", &tensor_amax);  \
+  m.impl("swiglu_quantize", &swiglu_quantize); \
+  m.impl("swiglu_backward_quantize", &swiglu_backward_quantize); \
   m.impl("pad", &pad);                  \
   m.impl("unpad", &unpad);              \
   m.impl("swizzle", &swizzle);          \

@@ -17,7 +17,7 @@ from .errors import CudaError, Error, InvalidArgument, InvalidOffsets, Unsupport
 
 __all__ = [
     "quantize", "dequantize", "tensor_amax", "pad", "unpad", "swizzle", "unswizzle",
-    "validate_group_ends", "QuantizeResult", "version", "cuda_available", "register_torch_ops",
+    "validate_group_ends", "swiglu_quantize", "swiglu_backward_quantize", "QuantizeResult", "version", "cuda_available", "register_torch_ops",
     "library", "library_candidates", "__version__",
     "Error", "InvalidArgument", "Unsupported", "CudaError", "InvalidOffsets",
 ]
@@ -118,6 +118,41 @@ def dequantize(data, scales, shape, format="mxfp8", direction="rowwise", scale_r
     return t.dequantize(data, scales, shape, format, direction, scale_rule, scale_layout,
                         group_ends, pad_rowwise, pad_colwise, s_dec,
                         t.torch.float32 if out_dtype is None else out_dtype)
+
+
+def swiglu_quantize(h, format="mxfp8", direction="rowwise", scale_rule="rceil",
+                    scale_layout="blocked", group_ends=None, pad_rowwise=0, pad_colwise=0,
+                    tensor_amax=None, weights=None, variant="silu", layout="concatenated",
+                    alpha=1.702, limit=7.0):
+    """SwiGLU of h (M, 2F), quantized: a = swiglu(gate, up) [* weights] (M, F), in h's dtype,
+    quantized exactly as quantize(a, ...) with the same arguments would (docs/spec.md section 9).
+    variant: "silu" (silu(gate) * up) or "clamped" (gpt-oss: (clamp(up, -limit, limit) + 1) *
+    g * sigmoid(alpha * g), g = min(gate, limit)). layout: "concatenated" ([gate | up]) or
+    "interleaved" (gate in even, up in odd columns). weights: optional float32 (M,), one per row
+    (the router probability). Returns (QuantizeResult, a)."""
+    args = (format, direction, scale_rule, scale_layout, group_ends, pad_rowwise, pad_colwise,
+            tensor_amax, weights, variant, layout, alpha, limit)
+    if _is_numpy(h):
+        outs = _core.swiglu_quantize(_np_mod().ADAPTER, h, *args)
+    else:
+        outs = _torch_mod().swiglu_quantize(h, *args)
+    return QuantizeResult(*outs[:8]), outs[8]
+
+
+def swiglu_backward_quantize(grad, h, format="mxfp8", direction="rowwise", scale_rule="rceil",
+                             scale_layout="blocked", group_ends=None, pad_rowwise=0, pad_colwise=0,
+                             tensor_amax=None, weights=None, variant="silu",
+                             layout="concatenated", alpha=1.702, limit=7.0):
+    """The backward of swiglu_quantize: from dA = grad (M, F) and h, dh (M, 2F) in h's layout and
+    dtype, quantized as quantize(dh, ...) would; with weights also their gradient, float32 (M,):
+    sum over f of dA * swiglu(gate, up). Returns (QuantizeResult, dh, grad_weights or None)."""
+    args = (format, direction, scale_rule, scale_layout, group_ends, pad_rowwise, pad_colwise,
+            tensor_amax, weights, variant, layout, alpha, limit)
+    if _is_numpy(h):
+        outs = _core.swiglu_backward_quantize(_np_mod().ADAPTER, grad, h, *args)
+    else:
+        outs = _torch_mod().swiglu_backward_quantize(grad, h, *args)
+    return QuantizeResult(*outs[:8]), outs[8], outs[9]
 
 
 def tensor_amax(x):

@@ -32,6 +32,8 @@ _dequantize_args = Packer(_abi.DequantizeArgs)
 _pad_args = Packer(_abi.PadArgs)
 _unpad_args = Packer(_abi.UnpadArgs)
 _swizzle_args = Packer(_abi.SwizzleArgs)
+_swiglu_args = Packer(_abi.SwigluArgs)
+_swiglu_backward_args = Packer(_abi.SwigluBackwardArgs)
 
 # Element dtype of each format's data and scales (the numpy adapter stores every key of one
 # byte as uint8).
@@ -88,6 +90,74 @@ def quantize(A, x, format, direction, scale_rule, scale_layout, group_ends, pad_
                                stream, A.ptr(amax_out))
     lib.check(lib.quantize(args))
     return outs + (amax_out,)
+
+
+def _swiglu_fields(variant, layout, alpha, limit):
+    return (_enum(_abi.SWIGLU_VARIANT, "variant", variant), _enum(_abi.SWIGLU_LAYOUT, "layout", layout),
+            float(alpha), float(limit))
+
+
+def swiglu_quantize(A, h, format, direction, scale_rule, scale_layout, group_ends, pad_rowwise,
+                    pad_colwise, tensor_amax, weights, variant, layout, alpha, limit):
+    """quantize's 8 outputs of a = swiglu(h) (M, F), and a itself in h's dtype."""
+    return _swiglu(A, None, h, format, direction, scale_rule, scale_layout, group_ends,
+                   pad_rowwise, pad_colwise, tensor_amax, weights, variant, layout, alpha, limit)
+
+
+def swiglu_backward_quantize(A, grad, h, format, direction, scale_rule, scale_layout, group_ends,
+                             pad_rowwise, pad_colwise, tensor_amax, weights, variant, layout,
+                             alpha, limit):
+    """quantize's 8 outputs of dh (M, 2F), dh itself and the weights' gradient (None without)."""
+    return _swiglu(A, grad, h, format, direction, scale_rule, scale_layout, group_ends,
+                   pad_rowwise, pad_colwise, tensor_amax, weights, variant, layout, alpha, limit)
+
+
+def _swiglu(A, grad, h, format, direction, scale_rule, scale_layout, group_ends, pad_rowwise,
+            pad_colwise, tensor_amax, weights, variant, layout, alpha, limit):
+    lib = library()
+    fmt = _enum(_abi.FORMAT, "format", format)
+    rule = _enum(_abi.RULE, "scale_rule", scale_rule)
+    lay = _enum(_abi.LAYOUT, "scale_layout", scale_layout)
+    dirn = _enum(_abi.DIRECTION, "direction", direction)
+    sw = _swiglu_fields(variant, layout, alpha, limit)
+    h, view, batched = A.input_view(h)
+    if batched:
+        raise _invalid("swiglu: h must be 2-D (M, 2F)")
+    backend, stream = A.exec_args(h)
+    ends, G = _groups(A, group_ends, h)
+    amax = A.float32_vector(tensor_amax, h) if tensor_amax is not None else None
+    w = A.float32_vector(weights, h) if weights is not None else None
+    M, K2 = view[2], view[3]
+    _check_batch_floats("tensor_amax", amax, 1)
+    if w is not None and _len(w) != M:
+        raise _invalid(f"swiglu: weights has {_len(w)} elements but h has {M} rows (one per row)")
+    cols = K2 if grad is not None else K2 // 2
+    shapes = _shapes.quantize_shapes(format, direction, scale_layout, False, 1, M, cols, G,
+                                     pad_rowwise, pad_colwise)
+    keys = (DATA_KEY[format], SCALE_KEY[format], DATA_KEY[format], SCALE_KEY[format],
+            "f32", "f32", "i32", "i32")
+    if grad is not None:
+        grad, gview, gbatched = A.input_view(grad)
+        packer, size_fn, run_fn = (_swiglu_backward_args, lib.swiglu_backward_quantize_sizes,
+                                   lib.swiglu_backward_quantize)
+    else:
+        packer, size_fn, run_fn = _swiglu_args, lib.swiglu_quantize_sizes, lib.swiglu_quantize
+
+    def fill(outs, computed, grad_weights):
+        q = (*view, fmt, rule, lay, dirn, A.ptr(ends), G, pad_rowwise, pad_colwise, A.ptr(amax),
+             *(A.ptr(o) for o in outs), backend, stream, 0)
+        if grad is None:
+            return packer.fill(*q, *sw, A.ptr(w), A.ptr(computed))
+        return packer.fill(*q, *gview, *sw, A.ptr(w), A.ptr(computed), A.ptr(grad_weights))
+
+    sizes = _abi.QuantizeSizes()
+    lib.check(size_fn(fill((None,) * 8, None, None), sizes))
+    _expect(shapes, sizes)
+    outs = tuple(A.empty(s, k, h) if s is not None else None for s, k in zip(shapes, keys))
+    computed = A.empty((M, cols), "same", h)
+    grad_weights = A.empty((M,), "f32", h) if (grad is not None and w is not None) else None
+    lib.check(run_fn(fill(outs, computed, grad_weights)))
+    return outs + (computed, grad_weights)
 
 
 def _expect(shapes, sizes):

@@ -10,7 +10,7 @@ import ctypes
 import struct
 import threading
 
-_CODES = {ctypes.c_int32: "i", ctypes.c_int64: "q", ctypes.c_void_p: "Q"}
+_CODES = {ctypes.c_int32: "i", ctypes.c_int64: "q", ctypes.c_void_p: "Q", ctypes.c_float: "f"}
 
 assert ctypes.sizeof(ctypes.c_void_p) == 8, "mxq supports 64-bit platforms only"
 
@@ -59,7 +59,7 @@ class Packer:
             try:
                 struct.pack("=" + code, value)
             except struct.error:
-                kind = {"i": "int32", "q": "int64", "Q": "pointer"}[code]
-                return InvalidArgument(f"{name} ({value!r}) is not an integer that fits the C "
+                kind = {"i": "int32", "q": "int64", "Q": "pointer", "f": "float"}[code]
+                return InvalidArgument(f"{name} ({value!r}) is not a value that fits the C "
                                        f"field ({kind})")
         return InvalidArgument("an argument does not fit its C field")

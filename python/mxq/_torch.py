@@ -36,6 +36,8 @@ _ops = torch.ops.mxq
 _quantize = _ops.quantize.default
 _dequantize = _ops.dequantize.default
 _tensor_amax = _ops.tensor_amax.default
+_swiglu_quantize = _ops.swiglu_quantize.default
+_swiglu_backward_quantize = _ops.swiglu_backward_quantize.default
 _pad = _ops.pad.default
 _unpad = _ops.unpad.default
 _swizzle = _ops.swizzle.default
@@ -78,6 +80,34 @@ def _(x, format, direction, scale_rule, scale_layout, group_ends, pad_rowwise, p
     shapes = tuple(shapes) + ((B,) if with_amax else None,)
     return [x.new_empty(s, dtype=dt) for s, dt in zip(shapes, _quantize_dtypes(format))
             if s is not None]
+
+
+def _fake_quantized(format, direction, scale_layout, like, M, cols, group_ends, pad_rowwise,
+                    pad_colwise):
+    G = group_ends.shape[0] if group_ends is not None else 0
+    shapes = _shapes.quantize_shapes(format, direction, scale_layout, False, 1, M, cols, G,
+                                     pad_rowwise, pad_colwise)
+    return [like.new_empty(s, dtype=dt) for s, dt in zip(shapes, _quantize_dtypes(format))
+            if s is not None]
+
+
+@torch.library.register_fake("mxq::swiglu_quantize")
+def _(h, format, direction, scale_rule, scale_layout, group_ends, pad_rowwise, pad_colwise,
+      tensor_amax, weights, variant, layout, alpha, limit):
+    M, F = h.shape[0], h.shape[1] // 2
+    return _fake_quantized(format, direction, scale_layout, h, M, F, group_ends, pad_rowwise,
+                           pad_colwise) + [h.new_empty((M, F))]
+
+
+@torch.library.register_fake("mxq::swiglu_backward_quantize")
+def _(grad, h, format, direction, scale_rule, scale_layout, group_ends, pad_rowwise, pad_colwise,
+      tensor_amax, weights, variant, layout, alpha, limit):
+    M, K = h.shape[0], h.shape[1]
+    outs = _fake_quantized(format, direction, scale_layout, h, M, K, group_ends, pad_rowwise,
+                           pad_colwise) + [h.new_empty((M, K))]
+    if weights is not None:
+        outs.append(h.new_empty((M,), dtype=torch.float32))
+    return outs
 
 
 @torch.library.register_fake("mxq::dequantize")
@@ -162,6 +192,39 @@ def quantize(x, format, direction, scale_rule, scale_layout, group_ends, pad_row
                     outs):
         result[i] = t
     return result
+
+
+def _placed(format, direction, pads, outs):
+    """The quantize outputs in QuantizeResult's places (None for those the call does not write)."""
+    result = [None] * 8
+    for i, t in zip(_POSITIONS[format, direction, pads, False], outs):
+        result[i] = t
+    return result
+
+
+def swiglu_quantize(h, format, direction, scale_rule, scale_layout, group_ends, pad_rowwise,
+                    pad_colwise, tensor_amax, weights, variant, layout, alpha, limit):
+    try:
+        outs = _swiglu_quantize(h, format, direction, scale_rule, scale_layout,
+                                as_group_ends(group_ends, h), pad_rowwise, pad_colwise,
+                                tensor_amax, weights, variant, layout, alpha, limit)
+    except (ValueError, NotImplementedError, RuntimeError) as e:
+        _raise(e)
+    return _placed(format, direction, bool(pad_rowwise or pad_colwise), outs[:-1]) + [outs[-1]]
+
+
+def swiglu_backward_quantize(grad, h, format, direction, scale_rule, scale_layout, group_ends,
+                             pad_rowwise, pad_colwise, tensor_amax, weights, variant, layout,
+                             alpha, limit):
+    try:
+        outs = _swiglu_backward_quantize(grad, h, format, direction, scale_rule, scale_layout,
+                                         as_group_ends(group_ends, h), pad_rowwise, pad_colwise,
+                                         tensor_amax, weights, variant, layout, alpha, limit)
+    except (ValueError, NotImplementedError, RuntimeError) as e:
+        _raise(e)
+    n = len(outs) - (2 if weights is not None else 1)
+    extra = list(outs[n:]) + ([None] if weights is None else [])
+    return _placed(format, direction, bool(pad_rowwise or pad_colwise), outs[:n]) + extra
 
 
 def dequantize(data, scales, shape, format, direction, scale_rule, scale_layout, group_ends,
