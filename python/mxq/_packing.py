@@ -60,6 +60,7 @@ class Packer:
                 struct.pack("=" + code, value)
             except struct.error:
                 kind = {"i": "int32", "q": "int64", "Q": "pointer", "f": "float"}[code]
-                return InvalidArgument(f"{name} ({value!r}) is not a value that fits the C "
+                what = "a number" if code == "f" else "an integer"
+                return InvalidArgument(f"{name} ({value!r}) is not {what} that fits the C "
                                        f"field ({kind})")
         return InvalidArgument("an argument does not fit its C field")
