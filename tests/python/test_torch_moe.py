@@ -1,4 +1,4 @@
-"""The MoE expert layer example (examples/moe_mxfp8_layer.py): MXFP8 forward and backward through
+"""The MoE expert MLP example (examples/moe_mxfp8_layer.py): MXFP8 forward and backward through
 mxq against the bf16 reference, by SQNR. On torch CPU tensors (CPU backend) and on CUDA."""
 import importlib.util
 import os
@@ -29,9 +29,9 @@ def _check(device, **dims):
 
 
 def test_moe_layer_cpu():
-    _check("cpu", M=300, K=64, N=96, E=4)
+    _check("cpu", M=300, K=64, F=96, E=4)
 
 
 @pytest.mark.skipif(not CUDA, reason="needs CUDA")
 def test_moe_layer_cuda():
-    _check("cuda", M=2048, K=512, N=1024, E=8)
+    _check("cuda", M=2048, K=512, F=1024, E=8)
