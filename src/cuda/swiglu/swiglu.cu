@@ -2,6 +2,7 @@
 // gradient, in h's dtype, from the numerics core (the same operations as the CPU reference); the
 // API then quantizes the result with the quantize kernels.
 #include <cstring>
+#include <initializer_list>
 #include <type_traits>
 
 #include <mxq/numerics/swiglu.hpp>
@@ -53,37 +54,146 @@ struct Problem {
   }
 };
 
-template <class In>
+// Elements per work item: 8, so that every dtype's share is whole 16-byte vectors.
+constexpr int kVec = 8;
+
+// kVec elements of a row at element i: 16-byte loads where the launcher found every row and
+// pointer aligned (kAligned), else element by element.
+template <class In, bool kAligned>
+__device__ __forceinline__ void load_vec(const unsigned char* row, int64_t i, float (&out)[kVec]) {
+  using Raw = typename In::Raw;
+  if constexpr (kAligned) {
+    Raw v[kVec];
+#pragma unroll
+    for (int k = 0; k < int(kVec * sizeof(Raw) / 16); ++k)
+      reinterpret_cast<uint4*>(v)[k] = reinterpret_cast<const uint4*>(row + i * sizeof(Raw))[k];
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) out[j] = In::to_float(v[j]);
+  } else {
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) out[j] = load<In>(row, i + j);
+  }
+}
+
+template <class In, bool kAligned>
+__device__ __forceinline__ void store_vec(unsigned char* out, int64_t i, const float (&x)[kVec]) {
+  using Raw = typename In::Raw;
+  if constexpr (kAligned) {
+    Raw v[kVec];
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) {
+      if constexpr (sizeof(Raw) == 4) {
+        v[j] = x[j];
+      } else {
+        v[j] = std::is_same_v<In, Bf16In> ? num::float_to_bf16_rne(x[j]) : num::float_to_fp16_rne(x[j]);
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < int(kVec * sizeof(Raw) / 16); ++k)
+      reinterpret_cast<uint4*>(out + i * sizeof(Raw))[k] = reinterpret_cast<const uint4*>(v)[k];
+  } else {
+#pragma unroll
+    for (int j = 0; j < kVec; ++j) store<In>(out, i + j, x[j]);
+  }
+}
+
+// The gate and up values of pairs [f, f + kVec) of a row.
+template <class In, bool kAligned>
+__device__ __forceinline__ void load_pairs(const Problem& p, const unsigned char* row, int64_t f, float (&gate)[kVec],
+                                           float (&up)[kVec]) {
+  if (p.interleaved) {
+    float lo[kVec], hi[kVec];
+    load_vec<In, kAligned>(row, 2 * f, lo);
+    load_vec<In, kAligned>(row, 2 * f + kVec, hi);
+#pragma unroll
+    for (int j = 0; j < kVec / 2; ++j) {
+      gate[j] = lo[2 * j];
+      up[j] = lo[2 * j + 1];
+      gate[kVec / 2 + j] = hi[2 * j];
+      up[kVec / 2 + j] = hi[2 * j + 1];
+    }
+  } else {
+    load_vec<In, kAligned>(row, f, gate);
+    load_vec<In, kAligned>(row, p.F + f, up);
+  }
+}
+
+// Work item i: kVec consecutive pairs of one row (F is a multiple of kVec when kAligned; the
+// unaligned kernel takes items of one pair).
+template <bool kAligned>
+__device__ __forceinline__ void item_position(const Problem& p, int64_t i, int64_t* m, int64_t* f) {
+  const int64_t per_row = kAligned ? p.F / kVec : p.F;
+  *m = i / per_row;
+  *f = (i % per_row) * (kAligned ? kVec : 1);
+}
+
+template <class In, bool kAligned>
 __global__ void __launch_bounds__(kThreads) forward_kernel(const Problem p) {
-  const int64_t n = p.M * p.F;
+  const int64_t n = p.M * (kAligned ? p.F / kVec : p.F);
+  const bool weighted = p.weights != nullptr;
   for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < n; i += int64_t{gridDim.x} * kThreads) {
-    const int64_t m = i / p.F, f = i % p.F;
+    int64_t m, f;
+    item_position<kAligned>(p, i, &m, &f);
     const unsigned char* row = p.h + m * p.h_row_bytes;
-    const bool weighted = p.weights != nullptr;
-    const float a = num::swiglu(load<In>(row, p.gate_col(f)), load<In>(row, p.up_col(f)), weighted,
-                                weighted ? p.weight(m) : 0.0f, p.rule);
-    store<In>(p.out, i, a);
+    const float w = weighted ? p.weight(m) : 0.0f;
+    if constexpr (kAligned) {
+      float gate[kVec], up[kVec], a[kVec];
+      load_pairs<In, true>(p, row, f, gate, up);
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) a[j] = num::swiglu(gate[j], up[j], weighted, w, p.rule);
+      store_vec<In, true>(p.out, m * p.F + f, a);
+    } else {
+      store<In>(p.out, m * p.F + f,
+                num::swiglu(load<In>(row, p.gate_col(f)), load<In>(row, p.up_col(f)), weighted, w, p.rule));
+    }
   }
 }
 
-template <class In, class Grad>
+template <class In, class Grad, bool kAligned>
 __global__ void __launch_bounds__(kThreads) backward_kernel(const Problem p) {
-  const int64_t n = p.M * p.F;
+  const int64_t n = p.M * (kAligned ? p.F / kVec : p.F);
+  const bool weighted = p.weights != nullptr;
   for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < n; i += int64_t{gridDim.x} * kThreads) {
-    const int64_t m = i / p.F, f = i % p.F;
+    int64_t m, f;
+    item_position<kAligned>(p, i, &m, &f);
     const unsigned char* row = p.h + m * p.h_row_bytes;
-    const bool weighted = p.weights != nullptr;
-    const num::SwigluGrad g =
-        num::swiglu_grad(load<In>(row, p.gate_col(f)), load<In>(row, p.up_col(f)),
-                         load<Grad>(p.grad + m * p.grad_row_bytes, f), weighted, weighted ? p.weight(m) : 0.0f, p.rule);
-    store<In>(p.out, m * 2 * p.F + p.gate_col(f), g.d_gate);
-    store<In>(p.out, m * 2 * p.F + p.up_col(f), g.d_up);
+    const unsigned char* grad = p.grad + m * p.grad_row_bytes;
+    const float w = weighted ? p.weight(m) : 0.0f;
+    unsigned char* out = p.out + m * 2 * p.F * sizeof(typename In::Raw);
+    if constexpr (kAligned) {
+      float gate[kVec], up[kVec], dA[kVec], dg[kVec], du[kVec];
+      load_pairs<In, true>(p, row, f, gate, up);
+      load_vec<Grad, true>(grad, f, dA);
+#pragma unroll
+      for (int j = 0; j < kVec; ++j) {
+        const num::SwigluGrad g = num::swiglu_grad(gate[j], up[j], dA[j], weighted, w, p.rule);
+        dg[j] = g.d_gate;
+        du[j] = g.d_up;
+      }
+      if (p.interleaved) {
+        float lo[kVec], hi[kVec];
+#pragma unroll
+        for (int j = 0; j < kVec / 2; ++j) {
+          lo[2 * j] = dg[j];
+          lo[2 * j + 1] = du[j];
+          hi[2 * j] = dg[kVec / 2 + j];
+          hi[2 * j + 1] = du[kVec / 2 + j];
+        }
+        store_vec<In, true>(out, 2 * f, lo);
+        store_vec<In, true>(out, 2 * f + kVec, hi);
+      } else {
+        store_vec<In, true>(out, f, dg);
+        store_vec<In, true>(out, p.F + f, du);
+      }
+    } else {
+      const num::SwigluGrad g = num::swiglu_grad(load<In>(row, p.gate_col(f)), load<In>(row, p.up_col(f)),
+                                                 load<Grad>(grad, f), weighted, w, p.rule);
+      store<In>(out, p.gate_col(f), g.d_gate);
+      store<In>(out, p.up_col(f), g.d_up);
+    }
   }
 }
 
-// One thread per row, in num::ordered_sum's order: chunk sums arrive left to right and merge like a
-// binary counter (two partial sums of the same level make one of the next); the partials left at
-// the end, folded from the right, are the pairwise levels' unpaired sums moving up.
 template <class In, class Grad>
 __device__ float weight_grad_row(const Problem& p, int64_t m) {
   const unsigned char* row = p.h + m * p.h_row_bytes;
@@ -125,6 +235,16 @@ __global__ void __launch_bounds__(kThreads) weight_grad_kernel(const Problem p) 
   }
 }
 
+// Whether the 16-byte paths may run: F a multiple of kVec, every pointer and row 16-byte aligned.
+bool vector_aligned(const Problem& p, std::initializer_list<const void*> ptrs, std::initializer_list<int64_t> rows) {
+  if (p.F % kVec != 0) return false;
+  for (const void* q : ptrs)
+    if (reinterpret_cast<uintptr_t>(q) % 16 != 0) return false;
+  for (int64_t r : rows)
+    if (r % 16 != 0) return false;
+  return true;
+}
+
 int ctas_for(int64_t n) {
   const int64_t c = (n + kThreads - 1) / kThreads;
   return static_cast<int>(c < 1 ? 1 : (c > kMaxCtas ? kMaxCtas : c));
@@ -151,8 +271,14 @@ Status swiglu_forward(const SwigluArgs& a, void* out) {
   namespace k = kernels::swiglu;
   const k::Problem p = k::make_problem(a.input, a.swiglu, a.weights, out);
   if (p.M * p.F == 0) return {};
+  const bool aligned = k::vector_aligned(p, {p.h, p.out}, {p.h_row_bytes});
   dispatch_input(a.input.dtype, [&](auto in) {
-    k::forward_kernel<decltype(in)><<<k::ctas_for(p.M * p.F), k::kThreads, 0, as_stream(a.stream)>>>(p);
+    using In = decltype(in);
+    if (aligned) {
+      k::forward_kernel<In, true><<<k::ctas_for(p.M * p.F / k::kVec), k::kThreads, 0, as_stream(a.stream)>>>(p);
+    } else {
+      k::forward_kernel<In, false><<<k::ctas_for(p.M * p.F), k::kThreads, 0, as_stream(a.stream)>>>(p);
+    }
   });
   return launch_status("swiglu_quantize");
 }
@@ -164,11 +290,16 @@ Status swiglu_backward(const SwigluBackwardArgs& a, void* out) {
   p.grad_row_bytes = a.grad.rstride() * dtype_size(a.grad.dtype);
   p.grad_weights = a.grad_weights;
   const cudaStream_t stream = as_stream(a.stream);
+  const bool aligned = k::vector_aligned(p, {p.h, p.grad, p.out}, {p.h_row_bytes, p.grad_row_bytes});
   dispatch_input(a.input.dtype, [&](auto in) {
     dispatch_input(a.grad.dtype, [&](auto grad) {
       using In = decltype(in);
       using Grad = decltype(grad);
-      if (p.M * p.F > 0) k::backward_kernel<In, Grad><<<k::ctas_for(p.M * p.F), k::kThreads, 0, stream>>>(p);
+      if (p.M * p.F > 0 && aligned) {
+        k::backward_kernel<In, Grad, true><<<k::ctas_for(p.M * p.F / k::kVec), k::kThreads, 0, stream>>>(p);
+      } else if (p.M * p.F > 0) {
+        k::backward_kernel<In, Grad, false><<<k::ctas_for(p.M * p.F), k::kThreads, 0, stream>>>(p);
+      }
       if (p.grad_weights && p.M > 0) k::weight_grad_kernel<In, Grad><<<k::ctas_for(p.M), k::kThreads, 0, stream>>>(p);
     });
   });
