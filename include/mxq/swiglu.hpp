@@ -1,5 +1,5 @@
 // swiglu_quantize / swiglu_backward_quantize: the SwiGLU activation between an MoE expert's two
-// grouped GEMMs, quantized as quantize does, and its backward (docs/spec.md section 9).
+// grouped GEMMs, quantized as quantize does, and its backward (docs/spec.md section 8).
 //
 // Forward: h (M, 2F) holds gate and up halves, concatenated ([gate | up]) or interleaved (gate in
 // even, up in odd columns). a (M, F) = swiglu(gate, up) [* weights], computed in fp32, rounded to

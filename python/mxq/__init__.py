@@ -125,7 +125,7 @@ def swiglu_quantize(h, format="mxfp8", direction="rowwise", scale_rule="rceil",
                     tensor_amax=None, weights=None, variant="silu", layout="concatenated",
                     alpha=1.702, limit=7.0):
     """SwiGLU of h (M, 2F), quantized: a = swiglu(gate, up) [* weights] (M, F), in h's dtype,
-    quantized exactly as quantize(a, ...) with the same arguments would (docs/spec.md section 9).
+    quantized exactly as quantize(a, ...) with the same arguments would (docs/spec.md section 8).
     variant: "silu" (silu(gate) * up) or "clamped" (gpt-oss: (clamp(up, -limit, limit) + 1) *
     g * sigmoid(alpha * g), g = min(gate, limit)). layout: "concatenated" ([gate | up]) or
     "interleaved" (gate in even, up in odd columns). weights: optional float32 (M,), one per row

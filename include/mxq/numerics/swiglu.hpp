@@ -1,4 +1,4 @@
-// The SwiGLU activation and its derivative (docs/spec.md section 9) as one fixed sequence of fp32
+// The SwiGLU activation and its derivative (docs/spec.md section 8) as one fixed sequence of fp32
 // operations, each rounded to nearest even, so that every backend gives the same bits: exp is the
 // polynomial below, not a platform's libm, and no multiply is fused with an add (on the device the
 // _rn intrinsics keep nvcc from contracting them).
