@@ -1,4 +1,5 @@
-// The default benchmark cases (issues 3, 4 and 5) and their selection by the command line.
+// The default benchmark cases (MXFP8, token groups, MXFP4 / NVFP4) and their selection by the command
+// line.
 #include <algorithm>
 #include <set>
 #include <sstream>
@@ -62,7 +63,7 @@ BenchCase quantize_case(Format f, Direction d, ScaleRule r = ScaleRule::rceil) {
   return c;
 }
 
-// Issue 3: MXFP8 dense and 3-D quantize, dequantize, CUDA-graph rows.
+// MXFP8: dense and 3-D quantize, dequantize, CUDA-graph rows.
 void add_mxfp8(const CaseSizes& s, std::vector<BenchCase>& out) {
   for (const BenchShape& shape : s.dense)
     for (Direction d : kDirections)
@@ -92,7 +93,7 @@ void add_mxfp8(const CaseSizes& s, std::vector<BenchCase>& out) {
     }
 }
 
-// Issue 4: token groups: pad / unpad, grouped rowwise, colwise K-groups, fused pad + quantize,
+// Token groups: pad / unpad, grouped rowwise, colwise K-groups, fused pad + quantize,
 // grouped both; plain rowwise of the same tensor for the fused comparison.
 void add_groups(const CaseSizes& s, std::vector<BenchCase>& out) {
   for (int64_t m : s.group_tokens)
@@ -149,7 +150,7 @@ void add_groups(const CaseSizes& s, std::vector<BenchCase>& out) {
   }
 }
 
-// Issue 5: MXFP4 and NVFP4 (computed and given amax, given with the amax output), 3-D, groups
+// MXFP4 and NVFP4 (computed and given amax, given with the amax output), 3-D, groups
 // along M, dequantize, amax (by the reduction, and by pad / unpad as they copy).
 void add_fp4(const CaseSizes& s, std::vector<BenchCase>& out) {
   for (const BenchShape& shape : s.dense) {
@@ -223,7 +224,7 @@ std::vector<BenchCase> default_cases(Backend backend, bool quick) {
   add_mxfp8(sizes, cases);
   add_groups(sizes, cases);
   add_fp4(sizes, cases);
-  // The lists overlap (e.g. plain rowwise at a shape both issues use): keep the first of each.
+  // The lists overlap (e.g. plain rowwise at a shape two lists use): keep the first of each.
   std::set<std::string> seen;
   std::vector<BenchCase> unique;
   for (const BenchCase& c : cases)

@@ -117,7 +117,8 @@ class BenchRunner {
 // The backend `auto_` resolves to on this machine.
 Backend resolve_backend(Backend requested);
 
-// The default cases of issues 3-5 for a backend (cuda: full sizes; cpu: small shapes).
+// The default cases (MXFP8, token groups, MXFP4 / NVFP4) for a backend (cuda: full sizes; cpu:
+// small shapes).
 std::vector<BenchCase> default_cases(Backend backend, bool quick);
 // default_cases filtered by the options; with options.shapes, every distinct case kind at each
 // given shape instead (kinds that cannot take a shape, e.g. groups on 3-D, are left out).

@@ -1,7 +1,7 @@
 // Internal: a gate that holds a stream until the host has queued a whole timed run, so that no
 // host delay (a slow API call, the thread descheduled) can fall between a run's start and stop
 // events. Without it a run is timed correctly only while the host stays ahead of the GPU; a host
-// slowed down by other load let the GPU idle inside the event pair (one H100 run of session 12:
+// slowed down by other load let the GPU idle inside the event pair (one H100 run:
 // grouped rowwise 16384 x 2048 at a median of 78.9 us against 41.8 us the case after, its copy
 // slowed down alike).
 //

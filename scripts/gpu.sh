@@ -56,11 +56,12 @@ if [ -n "${MXQ_GPU_PREBUILT:-}" ]; then
 fi
 
 if wants build; then
-  step configure cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DMXQ_ENABLE_CUDA=ON \
-    -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" -DMXQ_PTXAS_VERBOSE=ON
+  step configure cmake --preset cuda -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" -DMXQ_PTXAS_VERBOSE=ON
   step build cmake --build "$BUILD" -j16 -- -k 0  # keep going: one broken target must not hide the rest
 fi
 
+# The test programs run below outside ctest find their data here (ctest sets it for its own runs).
+export MXQ_TEST_DATA_DIR="$(pwd)/tests/data"
 GPU_TESTS=""  # the programs, not their build files (names with a dot)
 for exe in "$BUILD"/tests/test_cuda_*; do [[ -f $exe && $(basename "$exe") != *.* ]] && GPU_TESTS+=" $exe"; done
 
@@ -138,8 +139,8 @@ sanitize_job() {
 # sanitize_parallel JOBS TOOL...: every (tool, program) pair and each tool's windows run, JOBS at a
 # time; then one summary line per tool. The sanitizers slow the programs down 10-100 x and use a
 # fraction of the GPU each, so running them side by side saves most of the time (the tests do not
-# depend on running alone). The windows runs are jobs too: run one at a time after the others,
-# they kept the H200 busy past 390 s, when the parallel jobs had all ended (session 26).
+# depend on running alone). The windows runs are jobs too, queued first: run one at a time after
+# the others, they kept an H200 busy past 390 s, when the parallel jobs had all ended.
 sanitize_parallel() {
   local jobs=$1 tool exe t0=$SECONDS; shift
   export -f sanitize_one sanitize_windows sanitize_log sanitize_job

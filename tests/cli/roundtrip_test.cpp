@@ -12,7 +12,7 @@ namespace {
 
 struct FormatCase {
   const char* name;
-  double min_sqnr_db;  // issue 2's thresholds on standard-normal data
+  double min_sqnr_db;  // the least SQNR each format must reach on standard-normal data
   const char* data_dtype;
   const char* scale_dtype;
   int block;
