@@ -1,5 +1,5 @@
-// libFuzzer target over the public C++ API on the CPU backend (built with ASan + UBSan by
-// fuzz/run.sh): quantize, dequantize, tensor_amax, pad, unpad, swizzle / unswizzle and
+// libFuzzer target over the public C++ API on the CPU backend (built with ASan + UBSan by the
+// `fuzz` preset, fuzz/CMakeLists.txt): quantize, dequantize, tensor_amax, pad, unpad, swizzle / unswizzle and
 // validate_group_ends with arguments decoded from the fuzzer's bytes (tests/support/api_cases.hpp:
 // valid and invalid values of every argument). Each input holds exactly the elements its view
 // spans and each output buffer is allocated at exactly the size the op reports, so ASan sees any
