@@ -1,6 +1,7 @@
 // CPU reference dequantize (docs/spec.md section 7): x = decode(q) * scale in fp32, rounded to nearest
 // even into the output dtype, over the same segments as quantize (quant_plan_internal.hpp).
 #include <cstring>
+#include <vector>
 
 #include "backend.hpp"
 #include "cpu/element_io_internal.hpp"
@@ -10,25 +11,42 @@
 namespace mxq::cpu {
 namespace {
 
+// dequantize_element of every (scale byte, code) pair for one batch's s_dec, so that each element
+// costs a lookup: value(sb, code) = values[sb * codes + code].
+template <class T>
+std::vector<float> value_table(float s_dec) {
+  constexpr int kCodes = 1 << T::elem_bits;
+  std::vector<float> values(static_cast<size_t>(256 * kCodes));
+  for (int sb = 0; sb < 256; ++sb) {
+    for (int code = 0; code < kCodes; ++code) {
+      values[static_cast<size_t>(sb * kCodes + code)] =
+          num::dequantize_element<T>(static_cast<uint32_t>(code), static_cast<uint8_t>(sb), s_dec);
+    }
+  }
+  return values;
+}
+
 template <class T>
 Status dequantize_format(const DequantizeArgs& a) {
   constexpr int64_t kBlock = T::block;
   constexpr int kBits = T::elem_bits;
+  constexpr int64_t kCodes = int64_t{1} << kBits;
   const bool rowwise = a.params.direction == Direction::rowwise;
   const DirectionPlan plan = plan_direction(rowwise, a.params, a.groups, a.rows, a.cols);
   const int64_t K = a.cols;
   const int64_t R = plan.data_rows;
   // Rows that belong to no group come out as 0 (an empty output may be null: no memset then).
   const int64_t out_bytes = a.batch * R * K * dtype_size(a.out_dtype);
-  if (out_bytes > 0) std::memset(a.out, 0, static_cast<size_t>(out_bytes));
+  if (out_bytes > 0 && a.groups.groups.count > 0) std::memset(a.out, 0, static_cast<size_t>(out_bytes));
 
   const auto* data = static_cast<const uint8_t*>(a.data);
   for (int64_t b = 0; b < a.batch; ++b) {
-    const float s_dec = T::nv ? load_at(a.s_dec, b) : 1.0f;
+    const std::vector<float> values = value_table<T>(T::nv ? load_at(a.s_dec, b) : 1.0f);
     const uint8_t* data_b = data + b * plan.data_batch_bytes;
     const uint8_t* scales_b = a.scales + b * plan.scale_batch_bytes;
     for (const Segment& s : plan.segments) {
       parallel_for(0, s.rows, K, [&](int64_t lo, int64_t hi) {
+        std::vector<float> row(static_cast<size_t>(K));  // one output row in fp32
         for (int64_t i = lo; i < hi; ++i) {
           const int64_t m = s.out_row + i;
           for (int64_t k = 0; k < K; ++k) {
@@ -41,9 +59,9 @@ Status dequantize_format(const DequantizeArgs& a) {
               code = get_code<kBits>(data_b + k * code_bytes(R, kBits), m);
               sb = scales_b[s.scales.offset(k, i / kBlock)];
             }
-            store_float(a.out, a.out_dtype, (b * R + m) * K + k,
-                        num::dequantize_element<T>(code, sb, s_dec));
+            row[static_cast<size_t>(k)] = values[static_cast<size_t>(sb * kCodes + code)];
           }
+          store_floats(a.out, a.out_dtype, (b * R + m) * K, K, row.data());
         }
       });
     }

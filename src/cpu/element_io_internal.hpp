@@ -18,10 +18,16 @@ inline void load_floats(const void* data, DType t, int64_t first, int64_t n, flo
     std::memcpy(out, bytes, static_cast<size_t>(n) * sizeof(float));
     return;
   }
-  for (int64_t i = 0; i < n; ++i) {
+  // One loop per dtype: the bf16 one (a shift per element) vectorizes.
+  auto half_at = [bytes](int64_t i) {
     uint16_t h;
     std::memcpy(&h, bytes + 2 * i, sizeof h);
-    out[i] = t == DType::bf16 ? num::bf16_to_float(h) : num::fp16_to_float(h);
+    return h;
+  };
+  if (t == DType::bf16) {
+    for (int64_t i = 0; i < n; ++i) out[i] = num::bf16_to_float(half_at(i));
+  } else {
+    for (int64_t i = 0; i < n; ++i) out[i] = num::fp16_to_float(half_at(i));
   }
 }
 
@@ -40,6 +46,21 @@ inline void store_float(void* data, DType t, int64_t index, float x) {
   }
   const uint16_t h = t == DType::bf16 ? num::float_to_bf16_rne(x) : num::float_to_fp16_rne(x);
   std::memcpy(bytes, &h, sizeof h);
+}
+
+// Writes x[0, n) as elements first.. of an array of dtype `t` (rounded to nearest even); one loop
+// per dtype.
+inline void store_floats(void* data, DType t, int64_t first, int64_t n, const float* x) {
+  if (n == 0) return;
+  auto* bytes = static_cast<unsigned char*>(data) + first * dtype_size(t);
+  if (t == DType::fp32) {
+    std::memcpy(bytes, x, static_cast<size_t>(n) * sizeof(float));
+    return;
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    const uint16_t h = t == DType::bf16 ? num::float_to_bf16_rne(x[i]) : num::float_to_fp16_rne(x[i]);
+    std::memcpy(bytes + 2 * i, &h, sizeof h);
+  }
 }
 
 // Element i of a caller's float / int32 array, which need not be aligned (numpy can pass
@@ -68,6 +89,13 @@ inline void put_code(uint8_t* row, int64_t i, uint32_t code) {
     uint8_t& b = row[i / 2];
     b = (i & 1) ? static_cast<uint8_t>((b & 0x0F) | (code << 4))
                 : static_cast<uint8_t>((b & 0xF0) | (code & 0x0F));
+  }
+}
+
+// Packs n one-per-byte 4-bit codes (n even) into n / 2 bytes, element 2i in the low nibble.
+inline void pack_nibbles(const uint8_t* codes, int64_t n, uint8_t* row) {
+  for (int64_t i = 0; i < n / 2; ++i) {
+    row[i] = static_cast<uint8_t>((codes[2 * i] & 0x0Fu) | (codes[2 * i + 1] << 4));
   }
 }
 

@@ -18,29 +18,56 @@ struct BlockContext {
   ScaleRule rule = ScaleRule::rceil;
   float s_enc = 1.0f;  // nvfp4 only
   float s_dec = 1.0f;  // nvfp4 only
+  // element_multiplier of every scale byte, for this batch's s_dec: a lookup per block instead
+  // of a division.
+  float multiplier[256] = {};
 };
 
-// Quantizes the n real values x[i * stride] of one block (the rest of the block are virtual zeros,
-// which cannot change its amax): returns the scale byte and writes n codes.
 template <class T>
-uint8_t quantize_block(const float* x, int64_t stride, int64_t n, const BlockContext& ctx,
-                       uint32_t* codes) {
+BlockContext block_context(ScaleRule rule, float s_enc, float s_dec) {
+  BlockContext ctx;
+  ctx.rule = rule;
+  ctx.s_enc = s_enc;
+  ctx.s_dec = s_dec;
+  for (int sb = 0; sb < 256; ++sb) {
+    if (sb != T::scale_nan) ctx.multiplier[sb] = num::element_multiplier<T>(static_cast<uint8_t>(sb), s_dec);
+  }
+  return ctx;
+}
+
+// Quantizes the n values x[0, n) of one block (the rest of the block are virtual zeros, which
+// cannot change its amax): writes n codes, one per byte, and returns the scale byte. Both loops
+// are branch-free over the elements, so the compiler vectorizes them.
+template <class T>
+uint8_t quantize_block(const float* x, int64_t n, const BlockContext& ctx, uint8_t* codes) {
   uint32_t amax = 0;
-  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, num::abs_bits(x[i * stride]));
+  for (int64_t i = 0; i < n; ++i) amax = std::max(amax, num::abs_bits(x[i]));
   const uint8_t sb = num::block_scale<T>(amax, ctx.rule, ctx.s_enc);
-  const bool poisoned = sb == T::scale_nan;
-  const float multiplier = poisoned ? 0.0f : num::element_multiplier<T>(sb, ctx.s_dec);
+  if (sb == T::scale_nan) {  // poisoned: every element is the NaN code
+    std::fill(codes, codes + n, static_cast<uint8_t>(T::Elem::nan_code));
+    return sb;
+  }
+  const float multiplier = ctx.multiplier[sb];
   for (int64_t i = 0; i < n; ++i) {
-    codes[i] = num::encode_element<T>(x[i * stride], multiplier, poisoned);
+    codes[i] = static_cast<uint8_t>(num::encode_branchless<typename T::Elem>(x[i] * multiplier));
   }
   return sb;
 }
 
-// Rows in parallel: each output row (data and its scales) belongs to one thread.
+// quantize_block with the block length known at compile time for full blocks (unrolled loops).
+template <class T>
+uint8_t quantize_block_of(const float* x, int64_t n, const BlockContext& ctx, uint8_t* codes) {
+  return n == T::block ? quantize_block<T>(x, T::block, ctx, codes) : quantize_block<T>(x, n, ctx, codes);
+}
+
+// Rows in parallel: each output row (data and its scales) belongs to one thread. A row is read
+// into fp32 once, its codes written a byte each (8-bit codes straight into the output row) and
+// 4-bit codes packed in pairs afterwards.
 template <class T>
 void quantize_rowwise(const TensorView& in, int64_t b, const DirectionPlan& plan,
                       const BlockContext& ctx, uint8_t* data, uint8_t* scales) {
   constexpr int64_t kBlock = T::block;
+  constexpr bool kBytes = T::elem_bits == 8;
   const int64_t K = in.cols;
   const int64_t row_bytes = code_bytes(K, T::elem_bits);
   uint8_t* data_b = data + b * plan.data_batch_bytes;
@@ -48,7 +75,7 @@ void quantize_rowwise(const TensorView& in, int64_t b, const DirectionPlan& plan
   for (const Segment& s : plan.segments) {
     parallel_for(0, s.rows, K, [&](int64_t lo, int64_t hi) {
       std::vector<float> x(static_cast<size_t>(K));
-      uint32_t codes[kBlock];
+      std::vector<uint8_t> packed_codes(kBytes ? 0 : static_cast<size_t>(K));
       for (int64_t i = lo; i < hi; ++i) {
         if (i < s.real_rows) {
           load_row(in, b, s.in_row + i, 0, K, x.data());
@@ -56,11 +83,12 @@ void quantize_rowwise(const TensorView& in, int64_t b, const DirectionPlan& plan
           std::fill(x.begin(), x.end(), 0.0f);  // padding row inside the group
         }
         uint8_t* out = data_b + (s.out_row + i) * row_bytes;
+        uint8_t* codes = kBytes ? out : packed_codes.data();
         for (int64_t c = 0; c * kBlock < K; ++c) {
           const int64_t n = std::min(kBlock, K - c * kBlock);
-          scales_b[s.scales.offset(i, c)] = quantize_block<T>(x.data() + c * kBlock, 1, n, ctx, codes);
-          for (int64_t j = 0; j < n; ++j) put_code<T::elem_bits>(out, c * kBlock + j, codes[j]);
+          scales_b[s.scales.offset(i, c)] = quantize_block_of<T>(x.data() + c * kBlock, n, ctx, codes + c * kBlock);
         }
+        if constexpr (!kBytes) pack_nibbles(codes, K, out);
       }
     });
   }
@@ -78,7 +106,8 @@ void quantize_colwise(const TensorView& in, int64_t b, const DirectionPlan& plan
   uint8_t* scales_b = scales + b * plan.scale_batch_bytes;
   parallel_for(0, in.cols, in.rows, [&](int64_t k_lo, int64_t k_hi) {
     std::vector<float> tile(static_cast<size_t>(kBlock * kTileCols));
-    uint32_t codes[kBlock];
+    float column[kBlock];
+    uint8_t codes[kBlock];
     for (int64_t k0 = k_lo; k0 < k_hi; k0 += kTileCols) {
       const int64_t w = std::min(kTileCols, k_hi - k0);
       for (const Segment& s : plan.segments) {
@@ -94,8 +123,8 @@ void quantize_colwise(const TensorView& in, int64_t b, const DirectionPlan& plan
           }
           for (int64_t j = 0; j < w; ++j) {
             const int64_t k = k0 + j;
-            scales_b[s.scales.offset(k, r0 / kBlock)] =
-                quantize_block<T>(tile.data() + j, w, n, ctx, codes);
+            for (int64_t r = 0; r < n; ++r) column[r] = tile[static_cast<size_t>(r * w + j)];
+            scales_b[s.scales.offset(k, r0 / kBlock)] = quantize_block_of<T>(column, n, ctx, codes);
             uint8_t* out = data_b + k * row_bytes;
             for (int64_t r = 0; r < n; ++r) put_code<T::elem_bits>(out, s.out_row + r0 + r, codes[r]);
           }
@@ -133,10 +162,12 @@ Status quantize_format(const QuantizeArgs& args, const QuantizeSizes& sizes) {
   const bool rowwise = has_rowwise(args.params.direction);
   const bool colwise = has_colwise(args.params.direction);
 
-  // Every byte that belongs to no group, and all scale padding, is 0: start from zeros.
+  // Every byte that belongs to no group, and all scale padding, is 0: start from zeros. Rowwise
+  // without groups writes every data byte, and every linear scale, itself.
+  const bool grouped = args.groups.groups.count > 0;
   if (rowwise) {
-    zero_fill(out.row_data, sizes.row_data_bytes);
-    zero_fill(out.row_scales, sizes.row_scale_bytes);
+    if (grouped) zero_fill(out.row_data, sizes.row_data_bytes);
+    if (grouped || args.params.layout == ScaleLayout::blocked) zero_fill(out.row_scales, sizes.row_scale_bytes);
   }
   if (colwise) {
     zero_fill(out.col_data, sizes.col_data_bytes);
@@ -156,15 +187,13 @@ Status quantize_format(const QuantizeArgs& args, const QuantizeSizes& sizes) {
     }
   }
   for (int64_t b = 0; b < in.batch; ++b) {
-    BlockContext ctx;
-    ctx.rule = args.params.rule;
+    num::Nvfp4TensorScale ts{1.0f, 1.0f};
     if constexpr (T::nv) {
-      const num::Nvfp4TensorScale ts = num::nvfp4_tensor_scale(amax[static_cast<size_t>(b)]);
-      ctx.s_enc = ts.s_enc;
-      ctx.s_dec = ts.s_dec;
+      ts = num::nvfp4_tensor_scale(amax[static_cast<size_t>(b)]);
       if (out.s_enc) store_at(out.s_enc, b, ts.s_enc);
       if (out.s_dec) store_at(out.s_dec, b, ts.s_dec);
     }
+    const BlockContext ctx = block_context<T>(args.params.rule, ts.s_enc, ts.s_dec);
     if (rowwise) {
       quantize_rowwise<T>(in, b, row_plan, ctx, static_cast<uint8_t*>(out.row_data), out.row_scales);
     }
