@@ -33,7 +33,8 @@ bool device_memory_reachable() {
 
 }  // namespace
 
-BackendBuffer::BackendBuffer(Backend backend, size_t bytes) : backend_(backend), bytes_(bytes) {
+BackendBuffer::BackendBuffer(Backend backend, size_t bytes)
+    : backend_(backend), bytes_(bytes), capacity_(bytes) {
   const size_t alloc = bytes ? bytes : 1;  // a valid pointer even for empty tensors
   if (backend == Backend::cuda) {
 #ifdef MXQ_CLI_WITH_CUDA
@@ -50,7 +51,7 @@ BackendBuffer::~BackendBuffer() { release(); }
 
 BackendBuffer::BackendBuffer(BackendBuffer&& other) noexcept
     : backend_(other.backend_), ptr_(std::exchange(other.ptr_, nullptr)),
-      bytes_(std::exchange(other.bytes_, 0)) {}
+      bytes_(std::exchange(other.bytes_, 0)), capacity_(std::exchange(other.capacity_, 0)) {}
 
 BackendBuffer& BackendBuffer::operator=(BackendBuffer&& other) noexcept {
   if (this != &other) {
@@ -58,8 +59,18 @@ BackendBuffer& BackendBuffer::operator=(BackendBuffer&& other) noexcept {
     backend_ = other.backend_;
     ptr_ = std::exchange(other.ptr_, nullptr);
     bytes_ = std::exchange(other.bytes_, 0);
+    capacity_ = std::exchange(other.capacity_, 0);
   }
   return *this;
+}
+
+void BackendBuffer::resize(Backend backend, size_t bytes) {
+  if (ptr_ != nullptr && backend == backend_ && bytes <= capacity_) {
+    bytes_ = bytes;
+    return;
+  }
+  *this = BackendBuffer();  // frees the old memory before taking more
+  *this = BackendBuffer(backend, bytes);
 }
 
 void BackendBuffer::release() {

@@ -25,6 +25,11 @@ class BackendBuffer {
   template <class T>
   T* as() { return static_cast<T*>(ptr_); }
   size_t size() const { return bytes_; }
+  Backend backend() const { return backend_; }
+  // Makes the buffer `bytes` long on `backend`, keeping its memory when that is large enough: a
+  // buffer reused for weight after weight touches fresh pages only when it grows. The contents
+  // are undefined afterwards.
+  void resize(Backend backend, size_t bytes);
 
   void upload(const void* src, size_t bytes);
   void download(void* dst, size_t bytes) const;
@@ -41,6 +46,7 @@ class BackendBuffer {
   Backend backend_ = Backend::cpu;
   void* ptr_ = nullptr;
   size_t bytes_ = 0;
+  size_t capacity_ = 0;
 };
 
 // Host data made readable by a backend: the host pointer itself for cpu (no copy, e.g. straight

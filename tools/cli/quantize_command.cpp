@@ -174,6 +174,7 @@ void run_quantize(const QuantizeOptions& opt) {
   int64_t bytes_before = 0, bytes_after = 0, copied = 0;
   const auto start = std::chrono::steady_clock::now();
   std::set<std::string> written_names;
+  WeightEncoder encoder(backend, s);  // its buffers serve every weight of the run
 
   for (size_t i = 0; i < in.shard_names().size(); ++i) {
     const auto file = in.open_shard(i);
@@ -212,19 +213,19 @@ void run_quantize(const QuantizeOptions& opt) {
       } else {
         const auto key = scale_group_key(t.name, scale_groups);
         const auto shared = key ? group_amax.find(*key) : group_amax.end();
-        const EncodedWeight w = encode_weight(backend, s, t, view.data(t),
-                                              shared != group_amax.end() ? &shared->second : nullptr,
-                                              opt.stats);
+        const EncodedWeight w = encoder.encode(t, view.data(t),
+                                               shared != group_amax.end() ? &shared->second : nullptr,
+                                               opt.stats);
         const QuantizedNames names = quantized_names(t.name, s.format);
-        writer.write(names.data, w.data.data(), w.data.size());
-        writer.write(names.scale, w.scales.data(), w.scales.size());
-        out.add_to_index(names.data, i, w.data.size());
-        out.add_to_index(names.scale, i, w.scales.size());
-        int64_t after = static_cast<int64_t>(w.data.size() + w.scales.size());
+        writer.write(names.data, w.data.data, w.data.size);
+        writer.write(names.scale, w.scales.data, w.scales.size);
+        out.add_to_index(names.data, i, w.data.size);
+        out.add_to_index(names.scale, i, w.scales.size);
+        int64_t after = static_cast<int64_t>(w.data.size + w.scales.size);
         if (!names.global_scale.empty()) {
-          writer.write(names.global_scale, w.global_scale.data(), w.global_scale.size() * 4);
-          out.add_to_index(names.global_scale, i, w.global_scale.size() * 4);
-          after += static_cast<int64_t>(w.global_scale.size() * 4);
+          writer.write(names.global_scale, w.global_scale.data, w.global_scale.size);
+          out.add_to_index(names.global_scale, i, w.global_scale.size);
+          after += static_cast<int64_t>(w.global_scale.size);
         }
         bytes_before += static_cast<int64_t>(t.bytes());
         bytes_after += after;

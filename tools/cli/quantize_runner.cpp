@@ -12,6 +12,12 @@ int64_t Quantized::bytes() const {
 }
 
 Quantized quantize_on(Backend backend, const QuantizeJob& job) {
+  Quantized q;
+  quantize_into(backend, job, q);
+  return q;
+}
+
+void quantize_into(Backend backend, const QuantizeJob& job, Quantized& q) {
   QuantizeArgs args;
   args.input = job.input;
   args.params = job.params;
@@ -19,25 +25,25 @@ Quantized quantize_on(Backend backend, const QuantizeJob& job) {
   args.tensor_amax = job.tensor_amax;
   args.backend = backend;
 
-  Quantized q;
+  q.sizes = QuantizeSizes();
   check(quantize_sizes(args, &q.sizes), "quantize_sizes");
   const QuantizeSizes& s = q.sizes;
   const bool row = has_rowwise(job.params.direction), col = has_colwise(job.params.direction);
   if (row) {
-    q.row_data = BackendBuffer(backend, s.row_data_bytes);
-    q.row_scales = BackendBuffer(backend, s.row_scale_bytes);
+    q.row_data.resize(backend, s.row_data_bytes);
+    q.row_scales.resize(backend, s.row_scale_bytes);
     args.out.row_data = q.row_data.data();
     args.out.row_scales = q.row_scales.as<uint8_t>();
   }
   if (col) {
-    q.col_data = BackendBuffer(backend, s.col_data_bytes);
-    q.col_scales = BackendBuffer(backend, s.col_scale_bytes);
+    q.col_data.resize(backend, s.col_data_bytes);
+    q.col_scales.resize(backend, s.col_scale_bytes);
     args.out.col_data = q.col_data.data();
     args.out.col_scales = q.col_scales.as<uint8_t>();
   }
   if (s.tensor_scale_count > 0) {
-    q.s_enc = BackendBuffer(backend, s.tensor_scale_count * sizeof(float));
-    q.s_dec = BackendBuffer(backend, s.tensor_scale_count * sizeof(float));
+    q.s_enc.resize(backend, s.tensor_scale_count * sizeof(float));
+    q.s_dec.resize(backend, s.tensor_scale_count * sizeof(float));
     args.out.s_enc = q.s_enc.as<float>();
     args.out.s_dec = q.s_dec.as<float>();
   }
@@ -47,7 +53,6 @@ Quantized quantize_on(Backend backend, const QuantizeJob& job) {
   check(quantize(args), "quantize");
   synchronize(backend);
   q.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  return q;
 }
 
 std::vector<float> dequantize_on(Backend backend, const QuantizeJob& job, const Quantized& q,

@@ -28,6 +28,10 @@ struct Quantized {
 
 Quantized quantize_on(Backend backend, const QuantizeJob& job);
 
+// quantize_on into the buffers of `q`, which keep their memory from call to call when it is large
+// enough (for weight after weight of a checkpoint).
+void quantize_into(Backend backend, const QuantizeJob& job, Quantized& q);
+
 // Dequantizes one direction (rowwise or colwise) of `q` into fp32 host memory, shape
 // (batch, rows', cols) row-major as docs/layouts.md describes.
 std::vector<float> dequantize_on(Backend backend, const QuantizeJob& job, const Quantized& q,

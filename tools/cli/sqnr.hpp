@@ -22,6 +22,7 @@ class Sqnr {
   bool empty() const { return count_ == 0; }
 
  private:
+  void add_finite(const float* reference, const float* approximation, int64_t n);  // fp32 both
   double signal_ = 0, noise_ = 0;
   int64_t count_ = 0;
 };

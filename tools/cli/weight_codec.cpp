@@ -35,9 +35,10 @@ TensorView view_of(const std::vector<int64_t>& shape, DType dtype, const void* d
 // Dequantizes rowwise-quantized (batch, rows, cols) data held in backend memory, a band of rows
 // at a time. Bands start on multiples of 128 rows, where both scale layouts start a fresh run of
 // rows: linear scales at row * ceil(cols/block), blocked at row * Cp (a whole 128-row tile).
+// `band_elements` bounds each piece; `out` is the (reused) backend buffer the pieces land in.
 void decode_rowwise(Backend backend, const QuantSettings& s, const TensorView& shape,
                     const uint8_t* data, const uint8_t* scales, const float* s_dec, DType dtype,
-                    const ChunkVisitor& visit) {
+                    int64_t band_elements, BackendBuffer& out, const ChunkVisitor& visit) {
   const int64_t block = num::format_block(s.format);
   const int64_t row_bytes = shape.cols * num::format_elem_bits(s.format) / 8;
   const int64_t scale_cols = num::ceil_div(shape.cols, block);
@@ -45,8 +46,9 @@ void decode_rowwise(Backend backend, const QuantSettings& s, const TensorView& s
   const int64_t scale_row_bytes = blocked ? num::blocked_cols(scale_cols) : scale_cols;
   const int64_t scale_batch_bytes =
       blocked ? num::blocked_bytes(shape.rows, scale_cols) : shape.rows * scale_cols;
-  const int64_t band = std::max<int64_t>(128, kChunkElements / std::max<int64_t>(shape.cols, 1) /
+  const int64_t band = std::max<int64_t>(128, band_elements / std::max<int64_t>(shape.cols, 1) /
                                                   128 * 128);
+  std::vector<uint8_t> host;  // cuda: the piece downloaded
   const int64_t out_size = dtype_size(dtype);
 
   for (int64_t e = 0; e < shape.batch; ++e) {
@@ -61,11 +63,16 @@ void decode_rowwise(Backend backend, const QuantSettings& s, const TensorView& s
       args.s_dec = s_dec ? s_dec + e : nullptr;
       args.out_dtype = dtype;
       args.backend = backend;
-      BackendBuffer out(backend, rows * shape.cols * out_size);
+      out.resize(backend, rows * shape.cols * out_size);
       args.out = out.data();
       check(dequantize(args), "dequantize");
-      const std::vector<uint8_t> host = out.download_all<uint8_t>();
-      visit(host.data(), (e * shape.rows + r0) * shape.cols, rows * shape.cols);
+      const void* values = out.data();
+      if (backend != Backend::cpu) {
+        host.resize(out.size());
+        out.download(host.data(), host.size());
+        values = host.data();
+      }
+      visit(values, (e * shape.rows + r0) * shape.cols, rows * shape.cols);
     }
   }
 }
@@ -108,36 +115,45 @@ std::vector<float> weight_amax(Backend backend, const st::TensorInfo& t, const u
   return out.download_all<float>();
 }
 
-EncodedWeight encode_weight(Backend backend, const QuantSettings& s, const st::TensorInfo& t,
-                            const uint8_t* bytes, const float* tensor_amax, bool stats) {
+HostBytes WeightEncoder::to_host(const BackendBuffer& buffer, std::vector<uint8_t>& host) const {
+  if (backend_ == Backend::cpu) return {buffer.data(), buffer.size()};
+  host.resize(buffer.size());
+  buffer.download(host.data(), host.size());
+  return {host.data(), host.size()};
+}
+
+EncodedWeight WeightEncoder::encode(const st::TensorInfo& t, const uint8_t* bytes,
+                                    const float* tensor_amax, bool stats) {
+  const QuantSettings& s = settings_;
   const DType dtype = *float_dtype(t.dtype);
-  Staged input = stage(backend, bytes, t.bytes());
+  Staged input = stage(backend_, bytes, t.bytes());
   QuantizeJob job{view_of(t.shape, dtype, input.ptr),
                   QuantizeParams{s.format, s.rule, s.layout, Direction::rowwise}, {}};
-  BackendBuffer amax;
   if (tensor_amax) {
-    amax = BackendBuffer(backend, job.input.batch * sizeof(float));
-    amax.upload(tensor_amax, job.input.batch * sizeof(float));
-    job.tensor_amax = amax.as<float>();
+    amax_.resize(backend_, job.input.batch * sizeof(float));
+    amax_.upload(tensor_amax, job.input.batch * sizeof(float));
+    job.tensor_amax = amax_.as<float>();
   }
-  const Quantized q = quantize_on(backend, job);
+  quantize_into(backend_, job, q_);
 
   // The checkpoint's shapes and the library's sizes are two statements of one layout.
-  if (q.sizes.row_data_bytes != product(data_shape(t.shape, s.format)) ||
-      q.sizes.row_scale_bytes != product(scale_shape(t.shape, s)))
+  if (q_.sizes.row_data_bytes != product(data_shape(t.shape, s.format)) ||
+      q_.sizes.row_scale_bytes != product(scale_shape(t.shape, s)))
     throw CliError(kExitFailure, "internal: stored shapes of '" + t.name +
                                      "' disagree with the library's output sizes");
   EncodedWeight w;
-  w.seconds = q.seconds;
-  w.data = q.row_data.download_all<uint8_t>();
-  w.scales = q.row_scales.download_all<uint8_t>();
-  if (s.format == Format::nvfp4) w.global_scale = q.s_enc.download_all<float>();
+  w.seconds = q_.seconds;
+  w.data = to_host(q_.row_data, host_data_);
+  w.scales = to_host(q_.row_scales, host_scales_);
+  if (s.format == Format::nvfp4) w.global_scale = to_host(q_.s_enc, host_global_scale_);
   if (!stats) return w;
 
+  // Pieces of about a million elements, so each stays in cache between dequantize and the sums.
+  constexpr int64_t kStatsBand = int64_t{1} << 20;
   Sqnr sqnr;
-  decode_rowwise(backend, s, job.input, static_cast<const uint8_t*>(q.row_data.data()),
-                 static_cast<const uint8_t*>(q.row_scales.data()),
-                 static_cast<const float*>(q.s_dec.data()), DType::fp32,
+  decode_rowwise(backend_, s, job.input, static_cast<const uint8_t*>(q_.row_data.data()),
+                 static_cast<const uint8_t*>(q_.row_scales.data()),
+                 static_cast<const float*>(q_.s_dec.data()), DType::fp32, kStatsBand, decoded_,
                  [&](const void* values, int64_t offset, int64_t count) {
                    sqnr.add(bytes + offset * dtype_size(dtype), dtype,
                             static_cast<const float*>(values), count);
@@ -201,9 +217,10 @@ void decode_weight(Backend backend, const QuantSettings& s, const st::Safetensor
     s_dec = BackendBuffer(backend, dec.size() * sizeof(float));
     s_dec.upload(dec.data(), dec.size() * sizeof(float));
   }
+  BackendBuffer out;
   decode_rowwise(backend, s, view_of(w.shape, dtype, nullptr),
                  static_cast<const uint8_t*>(data.ptr), static_cast<const uint8_t*>(scales.ptr),
-                 w.global_scale ? s_dec.as<float>() : nullptr, dtype, visit);
+                 w.global_scale ? s_dec.as<float>() : nullptr, dtype, kChunkElements, out, visit);
 }
 
 }  // namespace mxq::cli

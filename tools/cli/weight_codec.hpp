@@ -10,7 +10,9 @@
 #include <string>
 #include <vector>
 
+#include "backend_memory.hpp"
 #include "compressed_tensors.hpp"
+#include "quantize_runner.hpp"
 #include "safetensors_reader.hpp"
 
 namespace mxq::cli {
@@ -22,17 +24,40 @@ const char* safetensors_dtype(DType dtype);
 // the input dimension a multiple of the block.
 std::string unquantizable_reason(const st::TensorInfo& t, Format format);
 
+// Bytes of one output tensor, in host memory owned by the WeightEncoder that produced them.
+struct HostBytes {
+  const void* data = nullptr;
+  size_t size = 0;
+};
+
 struct EncodedWeight {
-  std::vector<uint8_t> data, scales;
-  std::vector<float> global_scale;  // nvfp4: the encode scale per expert (compressed-tensors)
-  std::optional<double> sqnr_db;    // with stats only
+  HostBytes data, scales;
+  HostBytes global_scale;          // nvfp4: the encode scale per expert (compressed-tensors), fp32
+  std::optional<double> sqnr_db;   // with stats only
   double seconds = 0;  // quantize call alone
 };
-// `tensor_amax` (nvfp4, optional): one float per batch on the host, the amax the global scale is
-// derived from (shared by a fused group); null: the weight's own. `stats`: also the SQNR of the
-// round trip (a second pass over the weight).
-EncodedWeight encode_weight(Backend backend, const QuantSettings& s, const st::TensorInfo& t,
-                            const uint8_t* bytes, const float* tensor_amax, bool stats);
+
+// Encodes the weights of a checkpoint one after another into buffers kept from weight to weight,
+// so that only a weight larger than all before it touches fresh memory.
+class WeightEncoder {
+ public:
+  WeightEncoder(Backend backend, const QuantSettings& s) : backend_(backend), settings_(s) {}
+
+  // `tensor_amax` (nvfp4, optional): one float per batch on the host, the amax the global scale is
+  // derived from (shared by a fused group); null: the weight's own. `stats`: also the SQNR of the
+  // round trip (a second pass over the weight). The result points into this encoder's buffers and
+  // stays valid until the next encode.
+  EncodedWeight encode(const st::TensorInfo& t, const uint8_t* bytes, const float* tensor_amax, bool stats);
+
+ private:
+  HostBytes to_host(const BackendBuffer& buffer, std::vector<uint8_t>& host) const;
+
+  Backend backend_;
+  QuantSettings settings_;
+  Quantized q_;
+  BackendBuffer amax_, decoded_;
+  std::vector<uint8_t> host_data_, host_scales_, host_global_scale_;  // cuda: downloads
+};
 
 // max |x| of each batch of a float weight (1 float for 2-D), as the library finds it.
 std::vector<float> weight_amax(Backend backend, const st::TensorInfo& t, const uint8_t* bytes);
