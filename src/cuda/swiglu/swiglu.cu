@@ -118,22 +118,17 @@ __device__ __forceinline__ void load_pairs(const Problem& p, const unsigned char
   }
 }
 
-// Work item i: kVec consecutive pairs of one row (F is a multiple of kVec when kAligned; the
-// unaligned kernel takes items of one pair).
-template <bool kAligned>
-__device__ __forceinline__ void item_position(const Problem& p, int64_t i, int64_t* m, int64_t* f) {
-  const int64_t per_row = kAligned ? p.F / kVec : p.F;
-  *m = i / per_row;
-  *f = (i % per_row) * (kAligned ? kVec : 1);
-}
+// CTAs walk rows along y and a row's work items along x (an item: kVec consecutive pairs where
+// kAligned, else one pair), so that no thread divides to find its row.
+#define MXQ_SWIGLU_FOR_ITEMS(p, kAligned, m, f)                                                              \
+  for (int64_t m = blockIdx.y; m < (p).M; m += gridDim.y)                                                     \
+    for (int64_t f = (blockIdx.x * int64_t{kThreads} + threadIdx.x) * ((kAligned) ? kVec : 1); f < (p).F;       \
+         f += int64_t{gridDim.x} * kThreads * ((kAligned) ? kVec : 1))
 
 template <class In, bool kAligned>
 __global__ void __launch_bounds__(kThreads) forward_kernel(const Problem p) {
-  const int64_t n = p.M * (kAligned ? p.F / kVec : p.F);
   const bool weighted = p.weights != nullptr;
-  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < n; i += int64_t{gridDim.x} * kThreads) {
-    int64_t m, f;
-    item_position<kAligned>(p, i, &m, &f);
+  MXQ_SWIGLU_FOR_ITEMS(p, kAligned, m, f) {
     const unsigned char* row = p.h + m * p.h_row_bytes;
     const float w = weighted ? p.weight(m) : 0.0f;
     if constexpr (kAligned) {
@@ -151,11 +146,8 @@ __global__ void __launch_bounds__(kThreads) forward_kernel(const Problem p) {
 
 template <class In, class Grad, bool kAligned>
 __global__ void __launch_bounds__(kThreads) backward_kernel(const Problem p) {
-  const int64_t n = p.M * (kAligned ? p.F / kVec : p.F);
   const bool weighted = p.weights != nullptr;
-  for (int64_t i = blockIdx.x * int64_t{kThreads} + threadIdx.x; i < n; i += int64_t{gridDim.x} * kThreads) {
-    int64_t m, f;
-    item_position<kAligned>(p, i, &m, &f);
+  MXQ_SWIGLU_FOR_ITEMS(p, kAligned, m, f) {
     const unsigned char* row = p.h + m * p.h_row_bytes;
     const unsigned char* grad = p.grad + m * p.grad_row_bytes;
     const float w = weighted ? p.weight(m) : 0.0f;
@@ -250,6 +242,11 @@ int ctas_for(int64_t n) {
   return static_cast<int>(c < 1 ? 1 : (c > kMaxCtas ? kMaxCtas : c));
 }
 
+// The grid of the elementwise kernels: a row's items along x, rows along y.
+dim3 grid_for(const Problem& p, bool aligned) {
+  return dim3(ctas_for(aligned ? p.F / kVec : p.F), static_cast<unsigned>(p.M < kMaxCtas ? p.M : kMaxCtas));
+}
+
 Problem make_problem(const TensorView& h, const SwigluParams& sp, const float* weights, void* out) {
   Problem p{};
   p.h = static_cast<const unsigned char*>(h.data);
@@ -275,9 +272,9 @@ Status swiglu_forward(const SwigluArgs& a, void* out) {
   dispatch_input(a.input.dtype, [&](auto in) {
     using In = decltype(in);
     if (aligned) {
-      k::forward_kernel<In, true><<<k::ctas_for(p.M * p.F / k::kVec), k::kThreads, 0, as_stream(a.stream)>>>(p);
+      k::forward_kernel<In, true><<<k::grid_for(p, true), k::kThreads, 0, as_stream(a.stream)>>>(p);
     } else {
-      k::forward_kernel<In, false><<<k::ctas_for(p.M * p.F), k::kThreads, 0, as_stream(a.stream)>>>(p);
+      k::forward_kernel<In, false><<<k::grid_for(p, false), k::kThreads, 0, as_stream(a.stream)>>>(p);
     }
   });
   return launch_status("swiglu_quantize");
@@ -296,9 +293,9 @@ Status swiglu_backward(const SwigluBackwardArgs& a, void* out) {
       using In = decltype(in);
       using Grad = decltype(grad);
       if (p.M * p.F > 0 && aligned) {
-        k::backward_kernel<In, Grad, true><<<k::ctas_for(p.M * p.F / k::kVec), k::kThreads, 0, stream>>>(p);
+        k::backward_kernel<In, Grad, true><<<k::grid_for(p, true), k::kThreads, 0, stream>>>(p);
       } else if (p.M * p.F > 0) {
-        k::backward_kernel<In, Grad, false><<<k::ctas_for(p.M * p.F), k::kThreads, 0, stream>>>(p);
+        k::backward_kernel<In, Grad, false><<<k::grid_for(p, false), k::kThreads, 0, stream>>>(p);
       }
       if (p.grad_weights && p.M > 0) k::weight_grad_kernel<In, Grad><<<k::ctas_for(p.M), k::kThreads, 0, stream>>>(p);
     });
