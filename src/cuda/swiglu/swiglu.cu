@@ -23,14 +23,20 @@ __device__ __forceinline__ float load(const unsigned char* row, int64_t i) {
   return In::to_float(r);
 }
 
+// x rounded to nearest even into In's storage, as the CPU reference's store_float rounds it.
+template <class In>
+__device__ __forceinline__ typename In::Raw to_raw(float x) {
+  if constexpr (std::is_same_v<In, Fp32In>) {
+    return x;
+  } else {
+    return std::is_same_v<In, Bf16In> ? num::float_to_bf16_rne(x) : num::float_to_fp16_rne(x);
+  }
+}
+
 template <class In>
 __device__ __forceinline__ void store(unsigned char* out, int64_t i, float x) {
-  if constexpr (sizeof(typename In::Raw) == 4) {
-    memcpy(out + 4 * i, &x, 4);
-  } else {
-    const uint16_t h = std::is_same_v<In, Bf16In> ? num::float_to_bf16_rne(x) : num::float_to_fp16_rne(x);
-    memcpy(out + 2 * i, &h, 2);
-  }
+  const typename In::Raw r = to_raw<In>(x);
+  memcpy(out + i * sizeof(r), &r, sizeof(r));
 }
 
 struct Problem {
@@ -81,13 +87,7 @@ __device__ __forceinline__ void store_vec(unsigned char* out, int64_t i, const f
   if constexpr (kAligned) {
     Raw v[kVec];
 #pragma unroll
-    for (int j = 0; j < kVec; ++j) {
-      if constexpr (sizeof(Raw) == 4) {
-        v[j] = x[j];
-      } else {
-        v[j] = std::is_same_v<In, Bf16In> ? num::float_to_bf16_rne(x[j]) : num::float_to_fp16_rne(x[j]);
-      }
-    }
+    for (int j = 0; j < kVec; ++j) v[j] = to_raw<In>(x[j]);
 #pragma unroll
     for (int k = 0; k < int(kVec * sizeof(Raw) / 16); ++k)
       reinterpret_cast<uint4*>(out + i * sizeof(Raw))[k] = reinterpret_cast<const uint4*>(v)[k];
