@@ -6,6 +6,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <future>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -174,7 +175,11 @@ void run_quantize(const QuantizeOptions& opt) {
   int64_t bytes_before = 0, bytes_after = 0, copied = 0;
   const auto start = std::chrono::steady_clock::now();
   std::set<std::string> written_names;
-  WeightEncoder encoder(backend, s);  // its buffers serve every weight of the run
+  // A weight's outputs are written on a thread of their own while the next weight is quantized;
+  // two encoders take turns, so the buffers being written are never the ones being filled. Their
+  // buffers serve every weight of the run.
+  WeightEncoder encoders[2] = {WeightEncoder(backend, s), WeightEncoder(backend, s)};
+  int turn = 0;
 
   for (size_t i = 0; i < in.shard_names().size(); ++i) {
     const auto file = in.open_shard(i);
@@ -191,10 +196,15 @@ void run_quantize(const QuantizeOptions& opt) {
     for (const auto& [key, value] : settings_metadata(s)) metadata[key] = value;
     metadata["quantization_config"] = config.dump();
     st::SafetensorsWriter writer(out.shard_path(i), specs, metadata, st::permission_bits(in.shard_path(i)));
+    std::future<void> writing;  // the previous weight's writes (destroyed, so waited for, first)
+    auto finish_writing = [&writing] {
+      if (writing.valid()) writing.get();  // rethrows a write error
+    };
 
     for (const Plan& p : plans) {
       const st::TensorInfo& t = *p.tensor;
       if (!p.quantize) {
+        finish_writing();
         writer.write(t.name, view.data(t), t.bytes());
         out.add_to_index(t.name, i, t.bytes());
         ++copied;
@@ -202,6 +212,7 @@ void run_quantize(const QuantizeOptions& opt) {
           outcomes.push_back(outcome(t, "kept: " + p.kept_reason, static_cast<int64_t>(t.bytes()), std::nullopt));
       } else if (layout == Layout::gpt_oss) {
         const gpt_oss::Encoded w = gpt_oss::encode(backend, s.rule, t, view.data(t), opt.stats);
+        finish_writing();
         writer.write(gpt_oss::blocks_name(t.name), w.blocks.data(), w.blocks.size());
         writer.write(gpt_oss::scales_name(t.name), w.scales.data(), w.scales.size());
         out.add_to_index(gpt_oss::blocks_name(t.name), i, w.blocks.size());
@@ -213,17 +224,22 @@ void run_quantize(const QuantizeOptions& opt) {
       } else {
         const auto key = scale_group_key(t.name, scale_groups);
         const auto shared = key ? group_amax.find(*key) : group_amax.end();
+        WeightEncoder& encoder = encoders[turn];
+        turn ^= 1;
         const EncodedWeight w = encoder.encode(t, view.data(t),
                                                shared != group_amax.end() ? &shared->second : nullptr,
                                                opt.stats);
         const QuantizedNames names = quantized_names(t.name, s.format);
-        writer.write(names.data, w.data.data, w.data.size);
-        writer.write(names.scale, w.scales.data, w.scales.size);
+        finish_writing();
+        writing = std::async(std::launch::async, [&writer, names, w] {
+          writer.write(names.data, w.data.data, w.data.size);
+          writer.write(names.scale, w.scales.data, w.scales.size);
+          if (!names.global_scale.empty()) writer.write(names.global_scale, w.global_scale.data, w.global_scale.size);
+        });
         out.add_to_index(names.data, i, w.data.size);
         out.add_to_index(names.scale, i, w.scales.size);
         int64_t after = static_cast<int64_t>(w.data.size + w.scales.size);
         if (!names.global_scale.empty()) {
-          writer.write(names.global_scale, w.global_scale.data, w.global_scale.size);
           out.add_to_index(names.global_scale, i, w.global_scale.size);
           after += static_cast<int64_t>(w.global_scale.size);
         }
@@ -233,6 +249,7 @@ void run_quantize(const QuantizeOptions& opt) {
       }
       progress.advance(static_cast<int64_t>(t.bytes()), t.name);
     }
+    finish_writing();
     writer.commit();
   }
   out.finish([&](nlohmann::json& cfg) { cfg["quantization_config"] = config; });
