@@ -56,6 +56,10 @@ void add_bench_options(CLI::App& app, BenchCli& cli) {
                  "How the cache is emptied before each timed run: write (memset, default; the op also "
                  "writes back its dirty lines) or read (the op starts on clean lines)")
       ->transform(options::name_choice(kFlushes));
+  app.add_option("--grouped-colwise", o.grouped_colwise,
+                 "Grouped colwise kernel where a case can take either (A/B runs): auto (default), "
+                 "windows or tiles")
+      ->check(CLI::IsMember({"auto", "windows", "tiles"}));
   app.add_option("--json", cli.json_path, "Also write the results as JSON to this file");
   app.add_flag("--list", cli.list, "Print the selected cases and exit");
 }

@@ -60,6 +60,7 @@ struct BenchOptions {
   bool graph_only = false;           // only the CUDA-graph rows
   bool no_graph = false;             // no CUDA-graph rows
   Flush flush = Flush::write;
+  std::string grouped_colwise = "auto";  // cuda: auto, or windows / tiles forced where either applies
 };
 
 enum class RowStatus : int32_t { ok, unsupported, error };

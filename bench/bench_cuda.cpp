@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "../src/cuda/quantize_grouped/forced_kernel.hpp"
 #include "bench_device.hpp"
 #include "cuda_check.hpp"
 #include "device_fill.hpp"
@@ -213,6 +214,13 @@ bool cuda_device_present() {
   const bool present = cudaGetDeviceCount(&n) == cudaSuccess && n > 0;
   cudaGetLastError();  // "no device" / "no driver" must not linger as the last error
   return present;
+}
+
+void force_grouped_colwise(const std::string& kernel) {
+  namespace grouped = mxq::cuda::kernels::quantize_grouped;
+  grouped::force_colwise_kernel(kernel == "windows" ? grouped::ColwiseKernel::windows
+                                : kernel == "tiles" ? grouped::ColwiseKernel::tiles
+                                                    : grouped::ColwiseKernel::automatic);
 }
 
 std::unique_ptr<BenchDevice> make_cuda_device() {

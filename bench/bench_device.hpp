@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -80,5 +81,8 @@ std::unique_ptr<BenchDevice> make_cpu_device();
 // Null when the bench was built without CUDA or no device is present.
 std::unique_ptr<BenchDevice> make_cuda_device();
 bool cuda_device_present();
+// Forces the grouped colwise kernel ("windows" or "tiles") wherever a case can take either; "auto"
+// leaves the choice to the library (an internal hook of libmxq, not its public API).
+void force_grouped_colwise(const std::string& kernel);
 
 }  // namespace mxq::bench

@@ -30,7 +30,7 @@ inline bool aligned_to(const void* p, uintptr_t bytes) {
 // Input element types: the raw storage and the exact widening to fp32 of the numerics core
 // (to_float), and the widening for the code paths (to_float_for_codes), which may differ from it
 // only for NaN and Inf: a block holding either is poisoned, and all its codes are selected to the
-// format's NaN code (quant::codes_or_nan, docs/spec.md section 2), whatever its elements widened to.
+// format's NaN code (kernels::quantize::codes_or_nan, docs/spec.md section 2), whatever its elements widened to.
 struct Bf16In {
   using Raw = uint16_t;
   static __device__ __forceinline__ float to_float(Raw h) { return num::bf16_to_float(h); }
@@ -39,18 +39,14 @@ struct Bf16In {
 struct Fp16In {
   using Raw = uint16_t;
   // The hardware widening, exact for every finite value and infinity; a NaN keeps its payload as
-  // in num::fp16_to_float, which the hardware's need not. Against num::fp16_to_float on every
-  // element (branches, and an int -> float conversion for the subnormals; not profiled), H200,
-  // same run: fp16 -> mxfp8 at 131072 x 2048 rowwise 0.78 -> 1.00 of the copy, colwise 0.73 ->
-  // 0.96, both 0.50 -> 0.82; FP4 23-48 % faster; the tensor amax 0.58 -> 0.93.
+  // in num::fp16_to_float, which the hardware's need not. num::fp16_to_float on every element
+  // (branches, an int -> float conversion for the subnormals) made the fp16 kernels far slower.
   static __device__ __forceinline__ float to_float(Raw h) {
     const float widened = __half2float(__ushort_as_half(h));
     return (h & 0x7C00u) == 0x7C00u ? num::fp16_special_to_float(h) : widened;
   }
-  // Without the fix-up, which every element of the code paths paid (the SASS of the 101 fp16
-  // kernels: 455 k -> 397 k instructions). H200, same run against to_float (docs/performance.md):
-  // fp16 -> mxfp8 both directions 0.81 -> 0.91 of the copy at 16384 x 7168 (G = 8: 0.71 -> 0.89),
-  // mxfp4 / nvfp4 30-52 % faster.
+  // Without the fix-up, which every element of the code paths paid: codes need no NaN payload, as a
+  // block with a NaN is poisoned whole.
   static __device__ __forceinline__ float to_float_for_codes(Raw h) { return __half2float(__ushort_as_half(h)); }
 };
 struct Fp32In {

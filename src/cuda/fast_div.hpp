@@ -1,8 +1,7 @@
 // Unsigned 32-bit division by a divisor fixed at launch, as a multiply-high, an add and a shift
 // (host and device; tests/cpu/test_fast_div.cpp checks it against `/`). A tile kernel turns its
 // CTA index into tile coordinates with two or three divisions; as `/` each is a ~20-instruction
-// sequence, which ncu counted as ~5 % of the stall samples of the both-directions kernel (H200,
-// 32768 x 7168, 8 warps x ~1100 instructions per tile).
+// sequence, a visible share of a tile's instructions.
 //
 // The method (round-up multiplier, Granlund & Montgomery 1994): for d >= 1 let l = ceil(log2 d)
 // and m = floor(2^32 (2^l - d) / d) + 1 (m < 2^32). Then n / d = (umulhi(n, m) + n) >> l for

@@ -11,8 +11,8 @@
 
 namespace {
 
-using mxq::cuda::quant::TileOrder;
-using mxq::cuda::quant::TilePlace;
+using mxq::cuda::kernels::quantize::TileOrder;
+using mxq::cuda::kernels::quantize::TilePlace;
 
 void check_order(uint32_t rows, uint32_t cols, uint32_t band) {
   SCOPED_TRACE(::testing::Message() << rows << " x " << cols << " tiles, band " << band);

@@ -178,7 +178,7 @@ TEST(CudaConvert, RcpInRangeEqualsIeeeReciprocalOnItsWholeRange) {
 // num::nvfp4_element_multiplier; first_input: the index of the first differing s_dec.
 __global__ void compare_nvfp4_multipliers(const float* s_dec, int n, Mismatches* out) {
   for (int i = blockIdx.x; i < n; i += gridDim.x) {
-    cuda::quant::BlockScaler<num::NVFP4> scaler{ScaleRule::rceil, 1.0f, 1.0f};
+    cuda::kernels::quantize::BlockScaler<num::NVFP4> scaler{ScaleRule::rceil, 1.0f, 1.0f};
     scaler.set_tensor_scales(1.0f / s_dec[i], s_dec[i]);
     for (uint32_t sb = threadIdx.x; sb <= 0x7E; sb += blockDim.x) {
       if (num::f2u(scaler.multiplier(sb, false)) !=
@@ -192,7 +192,7 @@ __global__ void compare_nvfp4_multipliers(const float* s_dec, int n, Mismatches*
 TEST(CudaConvert, Nvfp4MultipliersEqualNumerics) {
   // Both sides of the fast range's ends, the ends of the fp32 range and random values across it.
   std::vector<float> s_dec;
-  for (float edge : {cuda::quant::kNvfp4FastSdecMin, cuda::quant::kNvfp4FastSdecEnd, 0x1p-149f, num::kFltMax, 1.0f}) {
+  for (float edge : {cuda::kernels::quantize::kNvfp4FastSdecMin, cuda::kernels::quantize::kNvfp4FastSdecEnd, 0x1p-149f, num::kFltMax, 1.0f}) {
     const uint32_t b = num::f2u(edge);
     for (uint32_t d = 0; d < 64; ++d) {
       if (b >= d) s_dec.push_back(num::u2f(b - d));

@@ -13,6 +13,7 @@
 
 #include <mxq/mxq.hpp>
 
+#include "cuda/quantize_grouped/forced_kernel.hpp"
 #include "support/quantize_runner.hpp"
 #include "support/test_util.hpp"
 
@@ -25,6 +26,18 @@ inline const bool kCudaDevicePresent = [] {
     std::fprintf(stderr, "no CUDA device: GPU tests skipped\n");
     std::exit(77);
   }
+  return true;
+}();
+
+// MXQ_GROUPED_COLWISE=windows or =tiles (the _windows ctests, scripts/gpu.sh): the test program
+// forces that grouped colwise kernel wherever a case can take either (the library reads no
+// environment; the test sets its internal hook).
+inline const bool kGroupedColwiseForced = [] {
+  namespace grouped = mxq::cuda::kernels::quantize_grouped;
+  const char* e = std::getenv("MXQ_GROUPED_COLWISE");
+  if (e == nullptr) return false;
+  if (std::strcmp(e, "windows") == 0) grouped::force_colwise_kernel(grouped::ColwiseKernel::windows);
+  if (std::strcmp(e, "tiles") == 0) grouped::force_colwise_kernel(grouped::ColwiseKernel::tiles);
   return true;
 }();
 

@@ -17,7 +17,7 @@
 namespace mxq::test {
 namespace {
 
-using namespace cuda::dequant;
+using namespace cuda::kernels::dequantize;
 
 struct Mismatches {
   unsigned long long count;

@@ -6,7 +6,7 @@
 
 #include <mxq/numerics.hpp>
 
-namespace mxq::cuda::dequant {
+namespace mxq::cuda::kernels::dequantize {
 
 // What the caller knows of eight values, which lets bf16 skip work:
 //   exact:  each is representable in bf16 (its low 16 fp32 bits are 0), so truncation is RNE;
@@ -91,4 +91,4 @@ __device__ __forceinline__ uint32_t code_at(const uint8_t* data, int64_t i) {
   }
 }
 
-}  // namespace mxq::cuda::dequant
+}  // namespace mxq::cuda::kernels::dequantize

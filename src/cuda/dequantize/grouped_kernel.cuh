@@ -17,14 +17,13 @@
 
 #include <mxq/numerics.hpp>
 
-#include "../groups/group_scan.cuh"
-#include "kernel.cuh"
+#include "cuda/groups/group_scan.cuh"
+#include "cuda/dequantize/kernel.cuh"
 
-namespace mxq::cuda::dequant {
+namespace mxq::cuda::kernels::dequantize {
 
 constexpr int kGroupedThreads = kTile * kRowsPerPass;
 static_assert(kGroupedThreads == kVectorThreads, "both grouped kernels share the walk's storage");
-constexpr int kGroupedColumnCtas = 8;  // CTAs that share one strip, column tiles dealt round robin
 
 struct GroupedProblem {
   const uint8_t* data = nullptr;
@@ -110,13 +109,13 @@ __device__ __forceinline__ int64_t colwise_row_part(bool blocked, int64_t k, int
 // of 8 data rows, so that an octet of positions may straddle two groups.
 template <class Fmt, bool COLWISE, int Strip>
 __device__ bool find_strip_places(const GroupedProblem& p, int64_t m0, ScalePlace (&place)[Strip],
-                                  GroupChunkStorage<kGroupedThreads>& s) {
+                                  groups::GroupChunkStorage<kGroupedThreads>& s) {
   static_assert(Strip <= kGroupedThreads, "a thread per position");
   const int t = threadIdx.x;
   const int64_t m = m0 + t, m_last = min(m0 + Strip, p.R) - 1;
   ScalePlace mine = {-1, 0};
   bool off_octets = false;
-  auto find = [&](const GroupChunk<kGroupedThreads>& c) {
+  auto find = [&](const groups::GroupChunk<kGroupedThreads>& c) {
     if (t < Strip && m <= m_last && m >= rows_part(c.chunk_padded_begin()) && m < rows_part(c.chunk_padded_end())) {
       // The first group whose data rows end past m: packed ends above m's last packed value.
       const int j = c.find_by_padded_end((m << 32) | 0xFFFFFFFF);
@@ -128,7 +127,7 @@ __device__ bool find_strip_places(const GroupedProblem& p, int64_t m0, ScalePlac
     return rows_part(c.chunk_padded_end()) <= m_last;
   };
   int64_t end = 0, packed_end = 0;
-  for_each_group_chunk<kGroupedThreads, 1>(p.ends, p.G, p.M, RowsAndScaleUnits<Fmt, COLWISE>{p.pad, p.blocked}, s,
+  groups::for_each_group_chunk<kGroupedThreads, 1>(p.ends, p.G, p.M, RowsAndScaleUnits<Fmt, COLWISE>{p.pad, p.blocked}, s,
                                            find, &end, &packed_end);
   if (t < Strip) place[t] = mine;
   return __syncthreads_or(off_octets);
@@ -150,7 +149,7 @@ __device__ __forceinline__ float grouped_element(const GroupedProblem& p, const 
 
 template <class Fmt, class Out, bool COLWISE>
 __global__ void __launch_bounds__(kGroupedThreads) dequantize_grouped_kernel(const GroupedProblem p) {
-  __shared__ GroupChunkStorage<kGroupedThreads> s;
+  __shared__ groups::GroupChunkStorage<kGroupedThreads> s;
   __shared__ ScalePlace place[kTile];
   __shared__ float tile[kTile][kTile + 1];
   const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kTile;
@@ -210,20 +209,10 @@ __device__ __noinline__ void colwise_strip_by_element(const GroupedProblem& p, i
 // kMayStraddle, groups that start and end on multiples of 8 (with kMayStraddle, the strips where
 // an octet of positions would straddle two groups take colwise_strip_by_element: a separate
 // instantiation, because the fallback cost the octet path 11-25 % in spilled registers).
-// Colwise is held to four CTAs per SM for 16-bit outputs (64 registers, no spills, with the compact
-// conversion of kernel.cuh) and three otherwise (80 registers: fp32 outputs spill 4-24 bytes with
-// the fallback, 72-336 at four CTAs; the fallback's 16-bit instantiations measured 2-8 % slower at
-// four): with the early octets and two CTAs per SM (99-106 registers) it ran 0.69 instead of 0.80
-// of the copy at 32768 x 7168 (H100, mxfp8, same 8 CTAs per strip). Rowwise FP4 to 16-bit outputs
-// is held to four as well (nvfp4 76-79 -> 61-63 registers, mxfp4 64-68 -> 62-63, no spills; a
-// thread's FP4 octets are 4-byte loads, so resident threads are what keeps bytes in flight):
-// same run, nvfp4 +2.7 to +21 % on the H200 (32768 x 7168: 0.69 -> 0.75) and -1.4 to +14 % on the
-// H100 (0.81 -> 0.86), mxfp4 within -0.6 to +2 %; the same bound made mxfp8 (56 -> 64 registers,
-// four CTAs either way) 1.5-2 % slower at small shapes on the H200.
+// Launch bounds: tuning.hpp (grouped_vector_ctas_per_sm).
 template <class Fmt, class Out, bool COLWISE, bool kMayStraddle = false>
 constexpr int grouped_vector_min_ctas() {
-  if constexpr (COLWISE) return Out::kBytes == 2 && !kMayStraddle ? 4 : 3;
-  return Fmt::elem_bits == 4 && Out::kBytes == 2 ? 4 : 1;
+  return grouped_vector_ctas_per_sm(COLWISE, Fmt::elem_bits, Out::kBytes, kMayStraddle);
 }
 
 template <class Fmt, class Out, bool COLWISE, bool kMayStraddle = false>
@@ -231,7 +220,7 @@ __global__ void __launch_bounds__(kVectorThreads, (grouped_vector_min_ctas<Fmt, 
     dequantize_grouped_vector_kernel(const GroupedProblem p) {
   using T = VectorTile<Fmt, COLWISE>;
   constexpr int kStrip = COLWISE ? T::cols : T::rows;
-  __shared__ GroupChunkStorage<kGroupedThreads> s;
+  __shared__ groups::GroupChunkStorage<kGroupedThreads> s;
   __shared__ ScalePlace place[kStrip];
   const int64_t m0 = static_cast<int64_t>(blockIdx.x) * kStrip;
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
@@ -258,9 +247,8 @@ __global__ void __launch_bounds__(kVectorThreads, (grouped_vector_min_ctas<Fmt, 
   };
   // Rowwise, the first tile's codes are on their way while the CTA walks the groups (rows of no
   // group are still inside the data: their codes are loaded and dropped). Colwise, the octets
-  // held across the walk cost the third CTA per SM. (Rowwise with each tile's codes loaded while
-  // the one before is converted, 76-80 registers and three CTAs per SM: 2.5-21 % slower than one
-  // tile at a time with four, H200, 8192 x 2048 to 131072 x 2048.)
+  // held across the walk cost the third CTA per SM. (Loading each tile's codes while the one
+  // before is converted cost a CTA per SM and was slower.)
   constexpr bool kEarly = !COLWISE;
   const bool here = m_first < p.R;
   Octet<Fmt> o[8];
@@ -296,8 +284,8 @@ __global__ void __launch_bounds__(kVectorThreads, (grouped_vector_min_ctas<Fmt, 
       sb[j] = __ldg(p.scales + offset);
     }
     // Rowwise: output rows m_first + j at columns k0; colwise: output rows m_first + e at columns k0.
-    convert_and_store<Fmt, Out, COLWISE, true>(o, sb, s_dec, zero, p.out, m_first * p.K + k0, p.K, rows_here);
+    convert_and_store<Fmt, Out, COLWISE, compact_conversion(true, Fmt::nv)>(o, sb, s_dec, zero, p.out, m_first * p.K + k0, p.K, rows_here);
   }
 }
 
-}  // namespace mxq::cuda::dequant
+}  // namespace mxq::cuda::kernels::dequantize

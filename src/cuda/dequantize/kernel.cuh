@@ -20,10 +20,11 @@
 
 #include <mxq/numerics.hpp>
 
-#include "element.cuh"
-#include "octet.cuh"
+#include "cuda/dequantize/element.cuh"
+#include "cuda/dequantize/octet.cuh"
+#include "cuda/dequantize/tuning.hpp"
 
-namespace mxq::cuda::dequant {
+namespace mxq::cuda::kernels::dequantize {
 
 constexpr int kTile = 32;  // per-element kernels (also the grouped one)
 constexpr int kRowsPerPass = 8;
@@ -207,14 +208,7 @@ __device__ __forceinline__ void convert_transposed_halves(const Octet<Fmt> (&o)[
 // first + i * row_stride of the eight octets' i-th values. Octets whose bit is set in `zero` come
 // out as 0 (their codes and scale bytes must still keep the fast path: zeros and a normal scale).
 // kCompact: rowwise one octet and colwise (16-bit outputs) two octets at a time instead of the
-// whole 8 x 8 block of floats. It holds the grouped kernels at 56-80 registers instead of
-// 109-128 rowwise (two CTAs per SM) and 80 with spills colwise, the plain ones at 45-64 instead of
-// 80-99. Same run against the block, three repetitions, bf16 out (8192 x 2048, 16384 x 1536,
-// 32768 x 7168; grouped rowwise on the H200 also 131072 x 2048): grouped rowwise +4.7-10 % on the
-// H100 and +5-20 % on the H200, except 32768 x 7168 on the H100 (-0.8 to +1.8 %) and nvfp4 from
-// 16384 x 1536 up (-3.7 to +0.5 %); grouped colwise -1.5 to +12 % padded, -0.4 to +4.3 %
-// unpadded; plain nvfp4 +2.4-11 % (H100) and +11-18 % (H200); plain mxfp8 and mxfp4 -0.2 to
-// -3.3 % (H100; mxfp4 colwise -0.5 to +2 %), so the plain kernel takes it for nvfp4 only.
+// whole 8 x 8 block of floats, which holds the registers down (tuning.hpp: compact_conversion).
 template <class Fmt, class Out, bool COLWISE, bool kCompact>
 __device__ __forceinline__ void convert_and_store(const Octet<Fmt> (&o)[8], const uint32_t (&sb)[8], float s_dec,
                                                   uint32_t zero, void* out, int64_t first, int64_t row_stride,
@@ -284,9 +278,9 @@ __global__ void __launch_bounds__(kVectorThreads) dequantize_vector_kernel(const
       }
       // Rowwise: output rows r0 + j at columns c0; colwise: output rows c0 + i at columns r0.
       const int64_t first = out_base + (COLWISE ? c0 * p.K + r0 : r0 * p.K + c0);
-      convert_and_store<Fmt, Out, COLWISE, Fmt::nv>(o, sb, s_dec, 0u, p.out, first, p.K, rows);
+      convert_and_store<Fmt, Out, COLWISE, compact_conversion(false, Fmt::nv)>(o, sb, s_dec, 0u, p.out, first, p.K, rows);
     }
   }
 }
 
-}  // namespace mxq::cuda::dequant
+}  // namespace mxq::cuda::kernels::dequantize

@@ -20,9 +20,9 @@
 
 #include <mxq/numerics.hpp>
 
-#include "../e2m1_lines.hpp"  // byte_perm
+#include "cuda/e2m1_lines.hpp"  // byte_perm
 
-namespace mxq::cuda::dequant {
+namespace mxq::cuda::kernels::dequantize {
 
 template <class Fmt>
 struct Octet {
@@ -177,4 +177,4 @@ MXQ_HD void reference_values(const Octet<Fmt>& o, uint32_t sb, float s_dec, floa
   }
 }
 
-}  // namespace mxq::cuda::dequant
+}  // namespace mxq::cuda::kernels::dequantize

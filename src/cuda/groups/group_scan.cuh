@@ -14,7 +14,9 @@
 
 #include <mxq/numerics/layout.hpp>
 
-namespace mxq::cuda {
+#include "cuda/groups/tuning.hpp"
+
+namespace mxq::cuda::kernels::groups {
 
 // The padded size of a group of `size` rows (or columns) for each op that pads groups.
 struct PadToMultiple {  // pad / unpad: A * ceil(size / A)
@@ -107,10 +109,6 @@ __device__ int64_t block_exclusive_scan(int64_t v, Op op, GroupChunkStorage<Chun
   return op(before, lane ? excl_in_warp : 0);
 }
 
-// Up to this many groups one warp stages the whole chunk with shuffle scans: one barrier before
-// the body instead of the block scans' five, which every CTA pays before its first copy (H100,
-// pad / unpad at 16384 x 1536, G = 1-64: 0.89-0.91 -> 0.92-0.94 of the copy, same run).
-constexpr int kWarpChunkGroups = 64;
 
 // Stages groups [0, G), 1 <= G <= kWarpChunkGroups, by warp 0 (lane l: groups l and 32 + l).
 template <class PaddedSize, int Chunk>
@@ -210,4 +208,4 @@ __device__ void for_each_group_chunk(const int32_t* raw_ends, int64_t G, int64_t
   *padded_out = s.carry_padded;
 }
 
-}  // namespace mxq::cuda
+}  // namespace mxq::cuda::kernels::groups

@@ -7,11 +7,14 @@
 #include <atomic>
 #include <cstdint>
 
-namespace mxq::cuda {
+#include "cuda/launch_cache.hpp"
+#include "cuda/groups/tuning.hpp"
+
+namespace mxq::cuda::kernels::groups {
 
 // Peak HBM bandwidth per SM of the current device in GB/s: memory clock (kHz) x 2 transfers x bus
-// width (bits) / 8 / SMs; 0 when unknown. Cached per device: the memory clock query took 0.4-0.6 ms
-// per call on an H200, more than the whole op at 16384 tokens.
+// width (bits) / 8 / SMs; 0 when unknown. Cached per device: the memory clock query costs more than
+// a whole small op.
 inline int64_t memory_gbps_per_sm() {
   static std::atomic<int64_t> cached[64];  // value + 1; 0: not queried yet
   int device = -1;
@@ -25,7 +28,7 @@ inline int64_t memory_gbps_per_sm() {
     if (known > 0) return known - 1;
   }
   int khz = 0, bits = 0, sms = 0;
-  int64_t gbps = 0;  // unknown: as the H100
+  int64_t gbps = 0;  // unknown: as slow memory
   if (cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) == cudaSuccess &&
       cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) == cudaSuccess &&
       cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) == cudaSuccess && sms > 0) {
@@ -37,20 +40,21 @@ inline int64_t memory_gbps_per_sm() {
   return gbps;
 }
 
-// Above this peak HBM bandwidth per SM (the H200: 36 GB/s; the H100: 25) a CTA's fixed costs, the
-// walk over the groups above all, weigh more against its tiles: the grouped launchers take fewer,
-// longer CTAs there (their comments give the measurements).
-constexpr int64_t kFastMemoryGbpsPerSm = 30;
+// Whether the grouped launchers' CTAs should be fewer and longer (tuning.hpp).
 inline bool fast_memory_per_sm() { return memory_gbps_per_sm() > kFastMemoryGbpsPerSm; }
 
 // CTAs of `kernel` (threads each, no dynamic shared memory) resident on the current device at once.
+// Asked of the driver once per kernel, device and block size.
 inline cudaError_t resident_ctas(const void* kernel, int threads, int64_t* ctas) {
+  static LaunchCache resident;
   int device = 0, sms = 0, per_sm = 0;
   cudaError_t e = cudaGetDevice(&device);
+  if (e == cudaSuccess && resident.find(kernel, device, threads, ctas)) return cudaSuccess;
   if (e == cudaSuccess) e = cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
   if (e == cudaSuccess) e = cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads, 0);
   if (e != cudaSuccess) return e;
   *ctas = int64_t(sms) * (per_sm > 0 ? per_sm : 1);
+  resident.store(kernel, device, threads, *ctas);
   return cudaSuccess;
 }
 
@@ -76,4 +80,4 @@ inline cudaError_t range_grid(const void* kernel, int threads, int64_t items, in
   return cudaSuccess;
 }
 
-}  // namespace mxq::cuda
+}  // namespace mxq::cuda::kernels::groups

@@ -1,12 +1,7 @@
 // pad and unpad of token groups (docs/spec.md section 6, docs/layouts.md "pad / unpad") on the device:
 // offsets stay on the device, every CTA derives the group spans it needs (group_scan.cuh) and
 // copies its own contiguous range of output rows as runs of rows; every output byte is written.
-//
-// The ranges are small (about kCtaBytes) and the grid spans many waves, so that the block
-// scheduler hands more ranges to the SMs that finish first: one wave of equal ranges reached
-// 0.91-0.93 of a same-size copy on an H200 at 131072 tokens, these ranges 0.96-0.98 (128 KiB:
-// 0.95-0.97). Smaller ranges lose again: a CTA walks the groups before it copies, and at 32 KiB
-// (one load of every thread) that walk costs about as much as the copy (0.75-0.88).
+// The ranges and their grid: tuning.hpp.
 #include <algorithm>
 
 #include "backend.hpp"
@@ -15,15 +10,14 @@
 #include "cuda/groups/group_scan.cuh"
 #include "cuda/groups/launch_shape.cuh"
 #include "cuda/groups/row_copy.cuh"
+#include "cuda/groups/tuning.hpp"
 #include "cuda/quantize/tensor_scale.hpp"
 
-namespace mxq::cuda {
+namespace mxq::cuda::kernels::groups {
 namespace {
 
-constexpr int kThreads = 512, kItems = 2, kChunk = kThreads * kItems;
-constexpr int kCtasPerSm = 2;            // 1024 resident threads: 64 registers each, no spills
-constexpr int64_t kCtaBytes = 64 << 10;  // output bytes per CTA: two steps of loads of every thread
-constexpr int64_t kMaxWaves = 64;        // divided by the chunks of groups that each CTA walks
+constexpr int kThreads = kernels::groups::kPadThreads, kItems = kernels::groups::kPadItems, kChunk = kThreads * kItems;
+constexpr int kCtasPerSm = kernels::groups::kPadCtasPerSm;
 
 struct RowCopyParams {
   const uint8_t* in;
@@ -126,13 +120,11 @@ RowCopyParams row_copy_params(const TensorView& input, const TokenGroups& groups
           input.cols * elem, groups.ends, groups.count, limit, alignment, out_rows, 0};
 }
 
-// Ranges of about kCtaBytes of output rows, in fewer waves when there are many groups to walk.
+// The ranges of tuning.hpp's pad_ranges.
 template <class Kernel>
 cudaError_t row_grid(Kernel kernel, const RowCopyParams& p, RangeGrid* g) {
-  const int64_t rows_per_cta = std::max<int64_t>(1, kCtaBytes / std::max<int64_t>(1, p.row_bytes));
-  const int64_t chunks = (p.groups + kChunk - 1) / kChunk;
-  const int64_t waves = std::max<int64_t>(1, kMaxWaves / std::max<int64_t>(1, chunks));
-  return range_grid(reinterpret_cast<const void*>(kernel), kThreads, p.out_rows, rows_per_cta, g, waves);
+  const kernels::groups::PadRanges r = kernels::groups::pad_ranges(p.row_bytes, p.groups);
+  return range_grid(reinterpret_cast<const void*>(kernel), kThreads, p.out_rows, r.rows_per_cta, g, r.max_waves);
 }
 
 int access_width(const RowCopyParams& p) {
@@ -179,7 +171,7 @@ Status launch_row_copy(const char* op, RowCopyParams p, float* amax, DType dtype
   out.dtype = dtype;
   out.rows = p.out_rows;
   out.cols = cols;
-  return tensor_amax_bits(out, bits, stream);
+  return quantize::tensor_amax_bits(out, bits, stream);
 }
 
 // No rows to copy: the amax of an empty output is 0.
@@ -189,6 +181,11 @@ Status clear_amax(const char* op, float* amax, cudaStream_t stream) {
 }
 
 }  // namespace
+}  // namespace mxq::cuda::kernels::groups
+
+namespace mxq::cuda {
+
+using namespace kernels::groups;  // this file's helpers above
 
 Status pad(const PadArgs& args, int64_t out_rows) {
   const char* op = "pad";

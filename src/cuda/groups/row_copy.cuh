@@ -6,12 +6,9 @@
 #include <cstdint>
 #include <initializer_list>
 
-namespace mxq::cuda {
+#include "cuda/groups/tuning.hpp"
 
-// Accesses per thread issued before the first store: with 16-byte accesses and 1024 resident
-// threads, 64 KiB of loads in flight per SM, a few times what saturates HBM (8 would spill at the
-// 64 registers of 1024 resident threads).
-constexpr int kRowCopyUnroll = 4;
+namespace mxq::cuda::kernels::groups {
 
 // What a copy folds over the vectors it reads (`fold(v)` once per vector read): nothing here; the
 // pad / unpad amax folds their maximum (abs_max.cuh).
@@ -110,4 +107,4 @@ void dispatch_access(int width, Fn&& fn) {
   }
 }
 
-}  // namespace mxq::cuda
+}  // namespace mxq::cuda::kernels::groups

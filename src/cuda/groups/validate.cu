@@ -7,7 +7,7 @@
 #include "backend.hpp"
 #include "cuda/common.cuh"
 
-namespace mxq::cuda {
+namespace mxq::cuda::kernels::groups {
 namespace {
 
 constexpr int kThreads = 1024;
@@ -51,6 +51,11 @@ Status bad_end(const BadEnd& b, const std::string& rule) {
 std::mutex g_validate_mutex;
 
 }  // namespace
+}  // namespace mxq::cuda::kernels::groups
+
+namespace mxq::cuda {
+
+using namespace kernels::groups;  // this file's helpers above
 
 Status validate_group_ends(const TokenGroups& groups, int64_t M, void* stream) {
   const char* op = "validate_group_ends";

@@ -5,9 +5,9 @@
 #include <cstring>
 #include <type_traits>
 
-#include "tile_io.cuh"
+#include "cuda/quantize/tile_io.cuh"
 
-namespace mxq::cuda::quant {
+namespace mxq::cuda::kernels::quantize {
 
 // Byte offset of byte `byte` of row `row` in the staged colwise output tile (ColOut rows of
 // row_bytes). 16-byte chunks are XOR-swizzled by row >> 1 so that the colwise threads (lane p
@@ -58,11 +58,8 @@ __device__ __forceinline__ void col_block_codes(Row&& row, const float (&mult)[2
   // which encode_codes_mxfp4_pairs takes as it is; else the elements widened to fp32.
   constexpr bool kPairs = kMxfp4Pairs<In, Fmt>;
   // 16-byte shared stores (two words) if it can, except where two words would hold 64 widened
-  // floats per thread: fp16 -> mxfp4 on widenings spilled 124-176 bytes in the grouped colwise
-  // and both kernels (one word per store then: 1.3-4.5 % faster, H200). On pairs, fp16 -> mxfp4
-  // takes two words as bf16 does (8 bytes of spills in the plain both kernels; one word per
-  // store measured within +-1.6 %, H200, session 37). (nvfp4 blocks are one word; fp32 rows take
-  // float2s.)
+  // floats per thread (fp16 -> mxfp4 on widenings), which spilled. On pairs, fp16 -> mxfp4 takes
+  // two words as bf16 does. (nvfp4 blocks are one word; fp32 rows take float2s.)
   constexpr bool kWideFloats = !kPairs && Fmt::Elem::bits == 4 && sizeof(Raw) == 2;
   constexpr int kWordsPerStore = T::block_words % 2 == 0 && !kWideFloats ? 2 : 1;
 #pragma unroll
@@ -129,9 +126,8 @@ __device__ __forceinline__ uint32_t quantize_col_pairs(const Problem& p, const T
     if (mb_local * T::block >= c.col_rows) {
       // A block past the tile's rows: no codes go out (store_col_tile stops at col_rows), its
       // scales are the blocked padding. Every token group ends in such a partial tile of the
-      // grouped kernel; skipping their empty blocks and rowwise passes (quantize_rows'
-      // kSkipPastRows), H200, same run, 16384 tokens: both directions 1.5-2.0 % faster at G = 64,
-      // up to 1.4 % at G = 16; colwise on the group-local tiles up to 1.2 % at G = 64.
+      // grouped kernel, so skipping their empty blocks (and rowwise passes: quantize_rows'
+      // kSkipPastRows) saves work that grows with the groups.
       col_scale_tile[staged_scale_offset(2 * pair, mb_local)] = 0;
       col_scale_tile[staged_scale_offset(2 * pair + 1, mb_local)] = 0;
       continue;
@@ -174,9 +170,7 @@ __device__ __forceinline__ void store_col_tile(const Problem& p, const TileCoord
   const int row_bytes = static_cast<int>(code_bytes<T>(c.col_rows));  // bytes of a row the tile writes
   // This thread's 16 bytes of each row lie inside the tile's rows (always, for full tiles), or
   // none of them do (a partial tile's last chunks: skipped, not run through the byte loop with
-  // every store predicated off; the grouped colwise windows' rounds often hold three blocks: H200,
-  // same run, windows forced, 16384 tokens, G >= 8, 1.1-3.2 % faster, together with the first
-  // whole-tile scale words of col_windows_kernel.cuh).
+  // every store predicated off, as the grouped colwise windows' rounds often hold three blocks).
   const bool whole = p.vec_col_out && col_byte0 % 16 == 0 && chunk * 16 + 16 <= row_bytes;
   const bool none = chunk * 16 >= row_bytes;
 #pragma unroll
@@ -196,4 +190,4 @@ __device__ __forceinline__ void store_col_tile(const Problem& p, const TileCoord
   }
 }
 
-}  // namespace mxq::cuda::quant
+}  // namespace mxq::cuda::kernels::quantize

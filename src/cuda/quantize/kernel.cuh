@@ -22,11 +22,11 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "../abs_max.cuh"
-#include "col_tile.cuh"
-#include "row_tile.cuh"
+#include "cuda/abs_max.cuh"
+#include "cuda/quantize/col_tile.cuh"
+#include "cuda/quantize/row_tile.cuh"
 
-namespace mxq::cuda::quant {
+namespace mxq::cuda::kernels::quantize {
 
 // Writes the tile's staged scales. Blocked: T::scale_tiles adjacent 512-byte tiles per direction
 // (the last of a row of tiles may lie past the padded scale columns: it is not written). Linear:
@@ -70,13 +70,10 @@ struct TileScales {
   alignas(16) uint8_t col[kScaleTileBytes * T::scale_tiles];
 };
 
-// nvfp4 with the caller's amax (kDerive, Problem::amax): thread 0 reads it once the tile's loads
-// are issued and derives the batch's tensor scales into `staged` (shared memory) while they are in
-// flight; the batch's first tile also writes them out. This replaces the separate kernel before
-// the tile kernel, whose launch and dependency cost 2-4 us per call: the launcher picks it for
-// small tensors only (kDeriveTensorScalesTiles), as it costs 1-2 % on large ones (H200, same run).
-constexpr int64_t kDeriveTensorScalesTiles = 6144;  // about 9 rounds of 5 CTAs on 132 SMs
-
+// nvfp4 with the caller's amax (TileOptions::derive_tensor_scales, Problem::amax): thread 0 reads
+// it once the tile's loads are issued and derives the batch's tensor scales into `staged` (shared
+// memory) while they are in flight; the batch's first tile also writes them out. This saves the
+// separate kernel's launch on small tensors (tuning.hpp: kDeriveTensorScalesTiles).
 template <class Fmt>
 __device__ __forceinline__ void derive_tensor_scales(const Problem& p, const TileCoord& c, float (&staged)[2]) {
   static_assert(Fmt::nv, "nvfp4 only");
@@ -137,15 +134,24 @@ __device__ __forceinline__ void commit_tile_amax(const Problem& p, const TileCoo
   if (lane == 0 && amax != 0) atomicMax(p.amax_out + c.b, amax);
 }
 
+// Compile-time options of one tile: named bits or-ed into quantize_tile's kOptions (none: 0).
+struct TileOptions {
+  static constexpr unsigned fetch256 = 1u << 0;              // stage_tile's 256-byte L2 prefetch hint
+  static constexpr unsigned derive_tensor_scales = 1u << 1;  // nvfp4: derive_tensor_scales in the tile
+  static constexpr unsigned amax_out = 1u << 2;              // the tile's amax into p.amax_out
+  static constexpr unsigned rows_as_they_land = 1u << 3;     // both, 8-bit codes: rowwise passes as copies land
+};
+
 // One tile: every thread of the CTA calls it. The caller synchronises the CTA before reusing the
-// shared memory for another tile. kFetch256: stage_tile's L2 prefetch hint. kDerive:
-// derive_tensor_scales. kAmaxOut: the tile's amax into p.amax_out (share_warp_amax). kRowsLand:
-// both directions start the rowwise passes as their copies land with 8-bit codes too.
-template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, bool kFetch256 = false, bool kDerive = false,
-          bool kAmaxOut = false, bool kRowsLand = false>
+// shared memory for another tile.
+template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, unsigned kOptions = 0>
 __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord& c, uint4* staged_tile,
                                               TileScales<TileTraits<In, Fmt>>& scales) {
   using T = TileTraits<In, Fmt>;
+  constexpr bool kFetch256 = (kOptions & TileOptions::fetch256) != 0;
+  constexpr bool kDerive = (kOptions & TileOptions::derive_tensor_scales) != 0;
+  constexpr bool kAmaxOut = (kOptions & TileOptions::amax_out) != 0;
+  constexpr bool kRowsLand = (kOptions & TileOptions::rows_as_they_land) != 0;
   uint8_t* row_scale_tile = scales.row;
   uint8_t* col_scale_tile = scales.col;
   __shared__ float derived[kDerive ? 2 : 1];  // s_enc, s_dec
@@ -168,10 +174,8 @@ __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord&
   if constexpr (COL) {
     // FP4 both directions: the rowwise passes read only the thread's own chunks, so each group of
     // them starts once its own copies have landed (one commit group each) and the colwise pass,
-    // which reads every thread's, follows a barrier. H200, same run: mxfp4 both +0.6-1.8 %, nvfp4
-    // +0.1-1.3 %; mxfp8 both gained up to 1.9 % at 16384 tokens but lost up to 0.7 % at 131072, so
-    // it waits for the whole tile first, unless the caller asks (kRowsLand: the grouped one-tile
-    // kernel on a few rounds of CTAs).
+    // which reads every thread's, follows a barrier. 8-bit codes gain from it on small grids only,
+    // so they wait for the whole tile unless the caller asks (TileOptions::rows_as_they_land).
     constexpr bool kRowsAsTheyLand = ROW && (T::elem_bits == 4 || kRowsLand);
     stage_tile<T, !kRowsAsTheyLand, kFetch256, kRowsAsTheyLand ? kRowPassGroups<T> : 1>(p, c, chunk, row0,
                                                                                      staged_tile, derive);
@@ -209,17 +213,18 @@ __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord&
   if constexpr (kAmaxOut) commit_tile_amax<T>(p, c, tile_amax);
 }
 
-template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, bool kDerive = false, bool kAmaxOut = false>
+// kOptions: derive_tensor_scales and amax_out only.
+template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, unsigned kOptions = 0>
 __global__ void __launch_bounds__(kThreads, (min_ctas<TileTraits<In, Fmt>, COL>()))
 quantize_tile_kernel(const Problem p) {
   using T = TileTraits<In, Fmt>;
   // 128-byte aligned after static shared memory of any size: 16-byte accesses then never straddle
-  // 128-byte lines (H200: 16 bytes off, the staged kernels ran 5-10 % slower; the grouped kernel's
-  // tile, 96 bytes off before, gained 1-2 % in colwise and both).
+  // 128-byte lines, which slowed the staged kernels markedly.
   extern __shared__ __align__(128) uint4 staged_tile[];
   __shared__ TileScales<T> scales;
-  quantize_tile<In, Fmt, ROW, COL, kRule, false, kDerive, kAmaxOut>(p, dense_tile_coord<T, COL && !ROW>(p, blockIdx.x),
-                                                                    staged_tile, scales);
+  static_assert((kOptions & ~(TileOptions::derive_tensor_scales | TileOptions::amax_out)) == 0, "the plain kernel's options");
+  quantize_tile<In, Fmt, ROW, COL, kRule, kOptions>(p, dense_tile_coord<T, COL && !ROW>(p, blockIdx.x), staged_tile,
+                                                    scales);
 }
 
-}  // namespace mxq::cuda::quant
+}  // namespace mxq::cuda::kernels::quantize

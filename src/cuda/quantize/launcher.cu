@@ -2,14 +2,15 @@
 // Problem from validated arguments and launches it on the caller's stream. nvfp4 first writes the
 // tensor scales s_enc / s_dec (from the caller's amax or a device reduction, tensor_scale.cu),
 // which the tile kernels then read. Token groups go to ../quantize_grouped.
-#include "../../backend.hpp"
-#include "../quantize_grouped/launcher.hpp"
-#include "dispatch.cuh"
-#include "tensor_scale.hpp"
+#include "backend.hpp"
+#include "cuda/quantize_grouped/launcher.hpp"
+#include "cuda/quantize/dispatch.cuh"
+#include "cuda/quantize/tensor_scale.hpp"
+#include "cuda/quantize/tuning.hpp"
 
 namespace mxq::cuda {
 
-quant::Problem quant::make_tile_problem(const QuantizeArgs& a, int64_t Mc, int64_t col_scale_pitch) {
+kernels::quantize::Problem kernels::quantize::make_tile_problem(const QuantizeArgs& a, int64_t Mc, int64_t col_scale_pitch) {
   const TensorView& t = a.input;
   const int64_t esize = dtype_size(t.dtype);
   const int block = num::format_block(a.params.format);
@@ -49,20 +50,22 @@ quant::Problem quant::make_tile_problem(const QuantizeArgs& a, int64_t Mc, int64
 Status quantize(const QuantizeArgs& args, const QuantizeSizes& sizes) {
   if (args.groups.groups.count > 0) return quantize_grouped(args, sizes);
   const TensorView& t = args.input;
-  quant::Problem p =
-      quant::make_tile_problem(args, t.rows, num::ceil_div(t.rows, num::format_block(args.params.format)));
+  kernels::quantize::Problem p =
+      kernels::quantize::make_tile_problem(args, t.rows, num::ceil_div(t.rows, num::format_block(args.params.format)));
   const int64_t tiles = p.batch * p.tiles_m * p.tiles_k;
   if (tiles > 0x7FFFFFFF) return Status::error(Code::unsupported, "quantize: more than 2^31 - 1 tiles");
   const cudaStream_t stream = as_stream(args.stream);
-  const bool derive = tiles > 0 && tiles <= quant::kDeriveTensorScalesTiles && tensor_scales_from_given_amax(args);
-  // out.amax with the caller's nvfp4 amax (delayed scaling): found by the tile kernel while it
-  // quantizes (each CTA folds its tile's maximum in), not by a second read of the input.
-  const bool amax_in_tiles = tiles > 0 && args.out.amax != nullptr && args.params.format == Format::nvfp4 &&
-                             args.tensor_amax != nullptr;
+  kernels::quantize::Facts facts;
+  facts.nvfp4 = args.params.format == Format::nvfp4;
+  facts.tiles = tiles;
+  facts.scales_from_given_amax = kernels::quantize::tensor_scales_from_given_amax(args);
+  facts.amax_out_with_given_amax = args.out.amax != nullptr && args.tensor_amax != nullptr;
+  const kernels::quantize::Choice choice = kernels::quantize::choose_kernel(facts);
+  const bool derive = choice.derive_tensor_scales, amax_in_tiles = choice.amax_in_tiles;
   if (derive) {
     p.amax = args.tensor_amax;
   } else {
-    const Status scales = write_tensor_scales_and_amax(args, stream, amax_in_tiles);
+    const Status scales = kernels::quantize::write_tensor_scales_and_amax(args, stream, amax_in_tiles);
     if (!scales.ok()) return scales;
   }
   if (tiles == 0) return {};
@@ -73,27 +76,36 @@ Status quantize(const QuantizeArgs& args, const QuantizeSizes& sizes) {
     if (!cleared.ok()) return cleared;
   }
   p.batch_tiles = FastDiv(static_cast<uint32_t>(p.tiles_m * p.tiles_k));
-  return quant::dispatch_tile_types(t.dtype, args.params.format, args.params.rule, [&](auto in, auto fmt, auto rule) {
-    return quant::dispatch_directions(args.params.direction, [&](auto row, auto col) {
+  return kernels::quantize::dispatch_tile_types(t.dtype, args.params.format, args.params.rule, [&](auto in, auto fmt, auto rule) {
+    return kernels::quantize::dispatch_directions(args.params.direction, [&](auto row, auto col) {
       using In = decltype(in);
       using Fmt = decltype(fmt);
       constexpr bool kRow = decltype(row)::value, kCol = decltype(col)::value;
-      p.order = quant::TileOrder(static_cast<uint32_t>(p.tiles_m), static_cast<uint32_t>(p.tiles_k),
-                                 quant::tile_order_band<quant::TileTraits<In, Fmt>, kRow, kCol>(p.tiles_k));
-      auto kernel = quant::quantize_tile_kernel<In, Fmt, kRow, kCol, decltype(rule)::value>;
+      p.order = kernels::quantize::TileOrder(static_cast<uint32_t>(p.tiles_m), static_cast<uint32_t>(p.tiles_k),
+                                 kernels::quantize::tile_order_band<kernels::quantize::TileTraits<In, Fmt>, kRow, kCol>(p.tiles_k));
+      constexpr ScaleRule kRule = decltype(rule)::value;
+      using Options = kernels::quantize::TileOptions;
+      auto kernel = kernels::quantize::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule>;
       if constexpr (Fmt::nv) {
-        constexpr ScaleRule kRule = decltype(rule)::value;
-        if (amax_in_tiles) {
-          kernel = derive ? quant::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule, true, true>
-                          : quant::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule, false, true>;
-        } else if (derive) {
-          kernel = quant::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule, true>;
+        const unsigned options = (derive ? Options::derive_tensor_scales : 0u) | (amax_in_tiles ? Options::amax_out : 0u);
+        switch (options) {
+          case Options::derive_tensor_scales:
+            kernel = kernels::quantize::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule, Options::derive_tensor_scales>;
+            break;
+          case Options::amax_out:
+            kernel = kernels::quantize::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule, Options::amax_out>;
+            break;
+          case Options::derive_tensor_scales | Options::amax_out:
+            kernel = kernels::quantize::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule,
+                                                 Options::derive_tensor_scales | Options::amax_out>;
+            break;
+          default: break;
         }
       }
-      const size_t smem = quant::tile_dynamic_smem<quant::TileTraits<In, Fmt>, kCol>();
-      const Status st = quant::allow_dynamic_smem(kernel, smem);
+      const size_t smem = kernels::quantize::tile_dynamic_smem<kernels::quantize::TileTraits<In, Fmt>, kCol>();
+      const Status st = kernels::quantize::allow_dynamic_smem(kernel, smem);
       if (!st.ok()) return st;
-      kernel<<<static_cast<unsigned>(tiles), quant::kThreads, smem, stream>>>(p);
+      kernel<<<static_cast<unsigned>(tiles), kernels::quantize::kThreads, smem, stream>>>(p);
       return launch_status("quantize");
     });
   });

@@ -4,9 +4,9 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "tile_io.cuh"
+#include "cuda/quantize/tile_io.cuh"
 
-namespace mxq::cuda::quant {
+namespace mxq::cuda::kernels::quantize {
 
 // The rowwise MX fp4 encoder of bf16 takes the input words' magnitude bits (bf16x2_exact_pair):
 // its amax reuses them (integer max of the 16-bit halves, three words per instruction) instead
@@ -233,4 +233,4 @@ __device__ __forceinline__ RowOut tile_row_out(const Problem& p, const TileCoord
   return out;
 }
 
-}  // namespace mxq::cuda::quant
+}  // namespace mxq::cuda::kernels::quantize

@@ -8,7 +8,7 @@
 
 #include "backend.hpp"
 
-namespace mxq::cuda {
+namespace mxq::cuda::kernels::quantize {
 
 // max |x| per batch of `in` as fp32 bit patterns (the unsigned max, so NaN wins) into bits[batch]:
 // clears them (cudaMemsetAsync), then one reduction kernel reads the input once with atomicMax.
@@ -45,4 +45,4 @@ inline Status write_tensor_scales_and_amax(const QuantizeArgs& a, cudaStream_t s
                                    stream);
 }
 
-}  // namespace mxq::cuda
+}  // namespace mxq::cuda::kernels::quantize

@@ -5,9 +5,9 @@
 #include <cstdint>
 #include <cstring>
 
-#include "tile_problem.cuh"
+#include "cuda/quantize/tile_problem.cuh"
 
-namespace mxq::cuda::quant {
+namespace mxq::cuda::kernels::quantize {
 
 // The low NB (2, 4 or 8) bytes of v at dst, aligned to NB: one store.
 template <int NB>
@@ -225,4 +225,4 @@ __device__ __forceinline__ void chunk_to_float(const uint4& raw, float (&x)[N]) 
   }
 }
 
-}  // namespace mxq::cuda::quant
+}  // namespace mxq::cuda::kernels::quantize

@@ -5,20 +5,17 @@
 
 #include <mxq/numerics/common.hpp>
 
-#include "../fast_div.hpp"
+#include "cuda/fast_div.hpp"
 
-namespace mxq::cuda::quant {
+namespace mxq::cuda::kernels::quantize {
 
 // The order in which CTAs take the (row tile, column tile) pairs of one matrix: bands of `band`
 // column tiles, row tiles within a band, column tiles fastest. With band = all column tiles
 // (plain row-major order) the CTAs resident together cover a few whole row strips: long input
 // rows, but each transposed output row gets only a few 128-byte pieces at a time, 128 KB apart at
-// M = 131072. Colwise alone on narrow bands wrote far better (H200, same run against row-major:
-// mxfp8 on bands of 2 at 131072 x 7168 0.90 -> 0.97 of the copy, grouped (G = 8) 0.90 -> 0.94,
-// 131072 x 1536 grouped 0.88 -> 0.90; mxfp4 best on bands of 4, 0.5-1 % above bands of 2). Both
-// directions were best in row-major order (bands of 2-16: 0.5-2.5 % slower, linear rowwise scales
-// up to 25 % slower), where the rowwise output rows are long too. Built on the host; 32-bit: the
-// launchers keep the tile count below 2^31.
+// large M. Colwise alone therefore takes narrow bands (tuning.hpp: kColwiseBandBytes); both
+// directions keep row-major order, where the rowwise output rows are long too. Built on the host;
+// 32-bit: the launchers keep the tile count below 2^31.
 struct TilePlace {
   uint32_t row, col;
 };
@@ -46,4 +43,4 @@ struct TileOrder {
   }
 };
 
-}  // namespace mxq::cuda::quant
+}  // namespace mxq::cuda::kernels::quantize

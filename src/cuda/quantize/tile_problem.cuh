@@ -3,11 +3,11 @@
 #pragma once
 #include <cstdint>
 
-#include "../common.cuh"
-#include "tile_order.hpp"
-#include "traits.cuh"
+#include "cuda/common.cuh"
+#include "cuda/quantize/tile_order.hpp"
+#include "cuda/quantize/traits.cuh"
 
-namespace mxq::cuda::quant {
+namespace mxq::cuda::kernels::quantize {
 
 struct Problem {
   const void* in = nullptr;
@@ -98,4 +98,4 @@ __device__ __forceinline__ int staged_scale_offset(int row, int col) {
   return static_cast<int>(num::blocked_offset(static_cast<uint32_t>(row), static_cast<uint32_t>(col), 1));
 }
 
-}  // namespace mxq::cuda::quant
+}  // namespace mxq::cuda::kernels::quantize

@@ -9,17 +9,15 @@
 
 #include <mxq/numerics.hpp>
 
-#include "../common.cuh"
-#include "../convert.cuh"
-#include "../e2m1_lines.hpp"
+#include "cuda/common.cuh"
+#include "cuda/convert.cuh"
+#include "cuda/e2m1_lines.hpp"
+#include "cuda/quantize/tuning.hpp"
 
-namespace mxq::cuda::quant {
+namespace mxq::cuda::kernels::quantize {
 
 constexpr int kTileRows = 128;
 constexpr int kTileCols = 128;
-// Colwise alone: bands of column tiles (TileOrder) whose transposed output rows hold this many
-// bytes per row tile: 2 column tiles for 8-bit codes, 4 for fp4.
-constexpr int kColwiseBandBytes = 256;
 constexpr int kThreads = 256;
 constexpr int kScaleTileBytes = 512;
 
@@ -44,9 +42,9 @@ struct TileTraits {
   static constexpr int64_t staged_tile_bytes = int64_t{kTileRows} * kTileCols * sizeof(Raw);
   static constexpr int col_out_row_bytes = kTileRows * elem_bits / 8;  // colwise codes of one tile column
   static constexpr int64_t col_out_tile_bytes = int64_t{kTileCols} * col_out_row_bytes;
-  // Register cap of the launch bounds: 4 CTAs of 16-bit inputs (32 KB staged each) per SM keep
-  // enough loads in flight; fp32 tiles (64 KB) fit 3 per SM anyway.
-  static constexpr int min_ctas_per_sm = sizeof(Raw) == 2 ? 4 : 2;
+  // CTAs per SM of the grouped kernels' launch bounds (tuning.hpp).
+  static constexpr int min_ctas_per_sm = tile_ctas_per_sm(
+      sizeof(Raw), std::is_same<In, Bf16In>::value, elem_bits, block, true, true);
   static_assert(lanes_per_block >= 1 && (lanes_per_block & (lanes_per_block - 1)) == 0,
                 "a rowwise block spans a power-of-two number of lanes of one warp");
   static_assert(scale_cols == col_blocks && scale_cols % 4 == 0 && block_words >= 1,
@@ -60,20 +58,11 @@ constexpr uint32_t tile_order_band(int64_t tiles_k) {
   return COL && !ROW ? kColwiseBandBytes / T::col_out_row_bytes : static_cast<uint32_t>(tiles_k);
 }
 
-// The launch bounds' CTAs per SM of the plain tile kernel. Colwise and both stage the tile and
-// the colwise output in shared memory, 32 + 8 KB for 16-bit input and FP4 codes: 5 CTAs fit an
-// SM, and for bf16 ptxas fits that code in the 48 registers of 5 CTAs without spills (63-64 under
-// the 4-CTA cap). H200, same run: mxfp4 both 0.85-0.87 -> 0.86-0.89 of the copy, nvfp4 colwise
-// 0.92-0.96 -> 0.95-0.99. fp16 input keeps 4 (8-420 bytes of spills under the 5-CTA cap), and so
-// does the grouped kernel (its FP4 code would spill). fp8 codes take 48 KB: 4. Staging the fp8
-// colwise output in two halves for 5 CTAs made both directions 3-5 % slower. bf16 -> nvfp4
-// rowwise alone (the tile in registers) fits 48 registers with 8 bytes of spills: 5 CTAs made it
-// 1.5-2.7 % faster at 32768 x 7168 and 131072 x 2048 / 7168, no change at 32768 x 2048 (same run);
-// mxfp4 rowwise would spill 88 bytes.
+// The launch bounds' CTAs per SM of the plain tile kernel (tuning.hpp).
 template <class T, bool COL>
 constexpr int min_ctas() {
-  const bool bf16 = std::is_same<typename T::Input, Bf16In>::value;
-  return bf16 && T::elem_bits == 4 && (COL || T::block == 16) ? 5 : T::min_ctas_per_sm;
+  return tile_ctas_per_sm(sizeof(typename T::Raw), std::is_same<typename T::Input, Bf16In>::value,
+                                             T::elem_bits, T::block, COL, false);
 }
 
 // num::e8m0_reciprocal of every scale byte a finite block can have (0..254), without its branches:
@@ -241,11 +230,10 @@ constexpr bool kMxfp4Pairs = (std::is_same<In, Bf16In>::value || std::is_same<In
                              Fmt::Elem::bits == 4 && !Fmt::nv;
 
 // encode_codes of N consecutive 16-bit elements of an MX fp4 block given as N / 2 packed pairs
-// (element 2k in the low half of pairs[k]), handed to the encoder's lines without widening: bf16
-// words as they are, fp16 words through fp16x2_scaled_odd_pair with the multiplier times 2^112.
-// An fp16 block with a larger multiplier (amax below about 2^-13) takes the fp32 widenings.
-// fp16 -> mxfp4 on the H200, same run against the widenings for every block (docs/performance.md):
-// rowwise 3.5-8.3 % faster, both 3.9-6.8 %, grouped colwise 4.0-4.8 %, plain colwise equal.
+// (element 2k in the low half of pairs[k]), handed to the encoder's lines without widening (fewer
+// instructions than widening every element): bf16 words as they are, fp16 words through
+// fp16x2_scaled_odd_pair with the multiplier times 2^112. An fp16 block with a larger multiplier
+// (amax below about 2^-13) takes the fp32 widenings.
 template <class In, class Fmt, int N>
 __device__ __forceinline__ uint64_t encode_codes_mxfp4_pairs(const uint32_t* pairs, float mult, bool poisoned) {
   static_assert(kMxfp4Pairs<In, Fmt> && N % 8 == 0 && N <= 16, "MX fp4 of 16-bit inputs, whole words of eight codes");
@@ -302,4 +290,4 @@ __device__ __forceinline__ int64_t code_bytes(int64_t n) {
   return n * T::elem_bits / 8;
 }
 
-}  // namespace mxq::cuda::quant
+}  // namespace mxq::cuda::kernels::quantize

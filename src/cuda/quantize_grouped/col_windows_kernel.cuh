@@ -19,9 +19,9 @@
 #pragma once
 #include <cstdint>
 
-#include "kernel.cuh"
+#include "cuda/quantize_grouped/kernel.cuh"
 
-namespace mxq::cuda::qgroup {
+namespace mxq::cuda::kernels::quantize_grouped {
 
 // A window's geometry: it owns the block starts in its first kOwned rows and stages kStaged rows,
 // the rows of every block it owns: 32 more for blocks that start anywhere, none more (kOwned a
@@ -32,22 +32,12 @@ struct WindowShape {
   static_assert(kStaged % 16 == 0 && (kStaged == kOwned + 32 || (kStaged == kOwned && kOwned % 32 == 0)),
                 "whole passes of 16 rows holding every owned block");
 };
-// Windows of 112 block starts and 144 staged rows (36 KB, with 16 KB of staged output and the
-// static shared memory) fit four CTAs per SM in 64 registers without spills. Against 128 / 160
-// rows at three CTAs per SM (80 registers), same run, 16384 tokens, G = 64: H200 0.9-1.3 % and
-// H100 0.2-0.6 % faster at dims 1536-7168; with 1024 or more rows per group 1-3 % slower (the
-// launcher's rule: launcher.cu).
-using GroupWindows = WindowShape<112, 144>;
-// One group starts at row 0, so its blocks start on multiples of 32 and a window of a plain
-// tile's 128 rows stages every row of its blocks: no extra rows, four blocks per column (one
-// round). Only for G = 1: with more groups a block may start anywhere, and the one that runs past
-// the staged rows needs up to 31 rows of the next window. H200, same run, G >= 8: reading them from
-// global memory in the block's passes made the kernel about twice as slow; the whole CTA taking
-// that block first (its rows past the window loaded into registers while the copies land) was
-// 5-15 % slower than these windows or the tiles; staging them would cost the fourth CTA per SM.
-using OneGroupWindows = WindowShape<128, 128>;
+// Windows of tuning.hpp's geometry; one group (G = 1) starts at row 0, so its blocks start on
+// multiples of 32 and a plain tile's rows stage every row of its blocks. With more groups a block
+// may start anywhere and need up to 31 rows of the next window, which these windows stage.
+using GroupWindows = WindowShape<kWindowOwnedRows, kWindowStagedRows>;
+using OneGroupWindows = WindowShape<kOneGroupWindowRows, kOneGroupWindowRows>;
 constexpr int kWindowSlots = 4;  // blocks per column per round (the output tile's)
-constexpr int kWindowCtasPerSm = 4;
 
 // A group with blocks in the window: input rows [start, start + size), its blocks (padding blocks
 // included) [q_first, q_first + q) and its blocked scale matrix (qtiles 512-byte tiles per 128 k
@@ -78,18 +68,15 @@ __device__ __forceinline__ int32_t blocks_before(int32_t start, int32_t n, int32
   return static_cast<int32_t>((R - start + 31) >> 5);
 }
 
-// A round's scales, staged as one blocked tile (k row kl, slot s at quant::staged_scale_offset),
+// A round's scales, staged as one blocked tile (k row kl, slot s at quantize::staged_scale_offset),
 // go out after the round's barrier. Where the round's blocks are blocks 4 i .. 4 i + 3 of one
 // group and every k row of the column tile lies inside K, they are a whole 512-byte blocked tile:
 // 16-byte words from warp 0. Otherwise byte by byte, a block (slot) at a time, lanes laid along
 // the blocked tile (consecutive lanes 4 bytes apart: a warp's store covers four sectors), with
 // the zero rows past K and the zero columns past a group's last block. Each thread storing its
-// own block's bytes instead touched 16 sectors per warp store (ncu, H100, 16384 x 1536, G = 1:
-// 13 % of the kernel's L2 sectors were such excess). Same run, H200, windows forced, 16384
-// tokens: whole tiles as words 0.7-1.8 % faster at G = 1; all rounds staged then 0.3-3.3 % faster
-// again at G >= 8 (G = 64, dims 5120 / 7168: 0.881 / 0.900 -> 0.907 / 0.929); H100 within ±0.8 %.
+// own block's bytes instead would touch 16 sectors per warp store.
 struct RoundScales {
-  uint8_t tile[quant::kScaleTileBytes];
+  uint8_t tile[quantize::kScaleTileBytes];
   int8_t group[kWindowSlots];  // the block's group among the window's (WindowStorage::group)
   static_assert(kWarpWalkGroups <= 127, "a group index fits int8_t");
 };
@@ -98,13 +85,13 @@ __device__ __forceinline__ void store_round_scales(const GroupedProblem& gp, con
                                                    const RoundScales& rs, int64_t k0, bool k_full, int32_t base,
                                                    int32_t blocks, int tid) {
   static_assert(kWindowSlots == 4 && kThreads == 2 * kTileCols, "a round of four blocks per column: one tile");
-  const quant::Problem& p = gp.tile;
+  const quantize::Problem& p = gp.tile;
   const WindowGroup& first = s.group[rs.group[0]];
   const int32_t j0 = base - first.q_first;
   if (p.blocked && k_full && blocks == kWindowSlots && j0 % 4 == 0 && j0 + kWindowSlots <= first.q) {
     if (tid < 32) {
       uint8_t* tile = p.col_scales + gp.k_rows_padded * 4 * first.qtiles_first + num::blocked_offset(k0, j0, first.qtiles);
-      quant::store_scale_tile(tile, rs.tile, tid, p.vec_scales);
+      quantize::store_scale_tile(tile, rs.tile, tid, p.vec_scales);
     }
     return;
   }
@@ -114,7 +101,7 @@ __device__ __forceinline__ void store_round_scales(const GroupedProblem& gp, con
   for (int slot = tid / kTileCols; slot < blocks; slot += kThreads / kTileCols) {
     const WindowGroup& g = s.group[rs.group[slot]];
     const int32_t j = base + slot - g.q_first;
-    const uint8_t v = rs.tile[quant::staged_scale_offset(kl, slot)];
+    const uint8_t v = rs.tile[quantize::staged_scale_offset(kl, slot)];
     if (p.blocked) {
       uint8_t* m = p.col_scales + gp.k_rows_padded * 4 * g.qtiles_first;
       __builtin_assume(k >= 0 && j >= 0);
@@ -132,8 +119,8 @@ __device__ __forceinline__ void store_round_scales(const GroupedProblem& gp, con
 // in kernel.cuh); gp.tile_rows is the number of windows.
 template <class In, class Fmt, ScaleRule kRule, class W>
 __global__ void __launch_bounds__(kThreads, kWindowCtasPerSm) grouped_col_windows_kernel(const GroupedProblem gp) {
-  using T = quant::TileTraits<In, Fmt>;
-  using Pair = typename quant::PairOf<typename T::Raw>::type;
+  using T = quantize::TileTraits<In, Fmt>;
+  using Pair = typename quantize::PairOf<typename T::Raw>::type;
   static_assert(T::block == 32 && T::elem_bits == 8, "blocks of 32 one-byte codes: a block is 32 output bytes");
   constexpr int kPairs = kTileCols / 2;
   static_assert(kThreads == kPairs * kWindowSlots, "a thread per column pair and slot");
@@ -141,8 +128,8 @@ __global__ void __launch_bounds__(kThreads, kWindowCtasPerSm) grouped_col_window
   __shared__ WindowStorage s;
   __shared__ __align__(16) RoundScales round_scales;
 
-  const quant::Problem& p = gp.tile;
-  const quant::TilePlace at = gp.order.place(blockIdx.x);
+  const quantize::Problem& p = gp.tile;
+  const quantize::TilePlace at = gp.order.place(blockIdx.x);
   const int64_t r0 = int64_t{at.row} * W::owned, r1 = r0 + W::owned;
   const int64_t k0 = int64_t{at.col} * kTileCols;
   const int tid = threadIdx.x;
@@ -153,12 +140,12 @@ __global__ void __launch_bounds__(kThreads, kWindowCtasPerSm) grouped_col_window
     if (tid == 0) s.count = 0;
   }
   {  // the window's rows (zeros past M and past K): copies started, waited for below
-    quant::TileCoord w{};
+    quantize::TileCoord w{};
     w.k0 = k0;
     w.m0 = r0;
     w.in_rows = static_cast<int>(max(int64_t{0}, min(p.M - r0, int64_t{W::staged})));
     w.k_full = k0 + kTileCols <= p.K;
-    quant::stage_tile<T, false, false, 1, W::staged>(p, w, tid % T::chunks_per_row, tid / T::chunks_per_row, staged);
+    quantize::stage_tile<T, false, false, 1, W::staged>(p, w, tid % T::chunks_per_row, tid / T::chunks_per_row, staged);
   }
   if (tid < 32) {
     __syncwarp();
@@ -180,15 +167,15 @@ __global__ void __launch_bounds__(kThreads, kWindowCtasPerSm) grouped_col_window
   __syncthreads();
   // Every CTA zeroes a share of the bytes past the last group while its copies are in flight.
   zero_ungrouped<T, false, true>(gp, s.totals, at.row, gp.tile_rows, at.col);
-  quant::cp_async_wait_pending(0);
+  quantize::cp_async_wait_pending(0);
   __syncthreads();
 
   const int32_t b_lo = s.b_lo, b_hi = s.b_hi, count = s.count;
   const int pair = tid % kPairs, slot = tid / kPairs;
   const Pair* column = reinterpret_cast<const Pair*>(staged) + pair;
   uint8_t* out_tile = reinterpret_cast<uint8_t*>(staged) + size_t{W::staged} * kTileCols * sizeof(typename T::Raw);
-  const auto scaler = quant::batch_scaler<Fmt, kRule>(p, 0);
-  quant::TileCoord c{};
+  const auto scaler = quantize::batch_scaler<Fmt, kRule>(p, 0);
+  quantize::TileCoord c{};
   c.k0 = k0;
   c.k_full = k0 + kTileCols <= p.K;
   for (int32_t base = b_lo; base < b_hi; base += kWindowSlots) {
@@ -214,9 +201,9 @@ __global__ void __launch_bounds__(kThreads, kWindowCtasPerSm) grouped_col_window
       bool poisoned[2];
       float mult[2];
       if (whole) {
-        quant::col_block_amax<In, Fmt>(full, amax);
+        quantize::col_block_amax<In, Fmt>(full, amax);
       } else {
-        quant::col_block_amax<In, Fmt>(masked, amax);
+        quantize::col_block_amax<In, Fmt>(masked, amax);
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
@@ -225,13 +212,13 @@ __global__ void __launch_bounds__(kThreads, kWindowCtasPerSm) grouped_col_window
         mult[h] = scaler.multiplier(sb[h], poisoned[h]);
       }
       if (whole) {
-        quant::col_block_codes<In, Fmt>(full, mult, poisoned, out_tile, pair, slot);
+        quantize::col_block_codes<In, Fmt>(full, mult, poisoned, out_tile, pair, slot);
       } else {
-        quant::col_block_codes<In, Fmt>(masked, mult, poisoned, out_tile, pair, slot);
+        quantize::col_block_codes<In, Fmt>(masked, mult, poisoned, out_tile, pair, slot);
       }
 #pragma unroll
       for (int h = 0; h < 2; ++h) {
-        round_scales.tile[quant::staged_scale_offset(2 * pair + h, slot)] = static_cast<uint8_t>(sb[h]);
+        round_scales.tile[quantize::staged_scale_offset(2 * pair + h, slot)] = static_cast<uint8_t>(sb[h]);
       }
       if (pair == 0) round_scales.group[slot] = static_cast<int8_t>(i);
     }
@@ -239,10 +226,10 @@ __global__ void __launch_bounds__(kThreads, kWindowCtasPerSm) grouped_col_window
     const int32_t blocks = min(kWindowSlots, b_hi - base);
     c.col_m0 = int64_t{base} * T::block;
     c.col_rows = blocks * T::block;
-    quant::store_col_tile<T>(p, c, out_tile, tid);
+    quantize::store_col_tile<T>(p, c, out_tile, tid);
     store_round_scales(gp, s, round_scales, k0, c.k_full, base, blocks, tid);
     if (base + kWindowSlots < b_hi) __syncthreads();  // the next round reuses the output and scale tiles
   }
 }
 
-}  // namespace mxq::cuda::qgroup
+}  // namespace mxq::cuda::kernels::quantize_grouped

@@ -15,7 +15,7 @@
 
 #include <mxq/numerics/layout.hpp>
 
-namespace mxq::cuda::qgroup {
+namespace mxq::cuda::kernels::quantize_grouped {
 
 constexpr int kTileRows = 128;
 
@@ -128,9 +128,8 @@ __device__ __forceinline__ void record_group(int32_t start, int32_t n, const Gro
   // are steps i_lo .. i_hi - 1.
   const int32_t lo = before.tiles, hi = lo + mine.tiles;
   if constexpr (Tiles == 1) {
-    // One tile: a range test. The divisions by the stride below ran in every walk step of the
-    // one-tile kernel's start path: without them, H200, same run, four repetitions, 16384 tokens,
-    // both directions 0.1-1.1 % faster (G = 64: 0.5-1.1 %), colwise within +-1 %.
+    // One tile: a range test, which keeps the divisions by the stride below out of every walk step
+    // of the one-tile kernel's start path.
     if (count > 0 && first_tile >= lo && first_tile < hi) set_tile_group(group[0], start, n, before, mine, first_tile - lo);
   } else {
     const int i_lo = lo <= first_tile ? 0 : static_cast<int>((static_cast<uint32_t>(lo - first_tile) + stride - 1) / stride);
@@ -181,13 +180,8 @@ __device__ __forceinline__ WarpEnds load_warp_ends(const GroupWalk& w) {
 }
 
 // The walk of G <= kWarpWalkGroups groups by one warp (all 32 lanes call it), two adjacent groups
-// per lane: one scan of 32 lanes for up to 64 groups. The walk is on every CTA's path to its first
-// load (ncu, H200, both directions at G = 64: the grouped CTAs stall about twice as long at
-// barriers as the plain kernel's, whose tile lacks the barrier after warp 0's walk). With 32
-// groups per step, G = 33-64 took two steps of scans: H200, same run, four repetitions, 16384
-// tokens, G = 64, both directions 3.0 / 1.9 / 3.3 / 3.1 % faster at dims 1536 / 2048 / 5120 /
-// 7168 (0.833 -> 0.861 of the copy at dim 1536); colwise, rowwise and fused pad + rowwise within
-// +-1.4 %.
+// per lane: one scan of 32 lanes for up to 64 groups, as the walk is on every CTA's path to its
+// first load and a second step of scans for G = 33-64 showed in the grouped kernels' time.
 template <class Visit>
 __device__ void walk_groups_warp(const GroupWalk& w, const WarpEnds& ends, bool write_offsets, Visit& visit,
                                  GroupTotals& totals) {
@@ -283,4 +277,4 @@ __device__ void find_tile_groups(const GroupWalk& w, int32_t first_tile, int32_t
   __syncthreads();
 }
 
-}  // namespace mxq::cuda::qgroup
+}  // namespace mxq::cuda::kernels::quantize_grouped

@@ -20,31 +20,20 @@
 #pragma once
 #include <cstdint>
 
-#include "../quantize/kernel.cuh"
-#include "group_tiles.cuh"
-#include "zero_fill.cuh"
+#include "cuda/quantize/kernel.cuh"
+#include "cuda/quantize_grouped/group_tiles.cuh"
+#include "cuda/quantize_grouped/tuning.hpp"
+#include "cuda/quantize_grouped/zero_fill.cuh"
 
-namespace mxq::cuda::qgroup {
+namespace mxq::cuda::kernels::quantize_grouped {
 
-using quant::kScaleTileBytes;
-using quant::kThreads;
-using quant::kTileCols;
-static_assert(quant::kTileRows == kTileRows, "one tile height for the plain and the grouped kernels");
-
-// Most row tiles per CTA in strips of the grid's bound (with strides from the typical row tiles,
-// the launcher's choose_strips, up to kStripTiles, most of them past the last group). H200, 131072
-// tokens x (2048 | 7168), G = 8 and 64, same run: strips of at most 1 / 2 / 4 / 8 tiles gave
-// colwise 0.87-0.90 / 0.91-0.92 / 0.87-0.90 / 0.82-0.86 of the copy, both 0.81-0.84 / 0.88-0.90 /
-// 0.84-0.87 / 0.77-0.82, rowwise 0.88-0.92 / 1.00 / 0.98-0.99 / 0.95-0.97.
-constexpr int kMaxStrip = 2;
-// Entries of the walk's per-tile storage: the most row tiles a CTA takes. Sized for two tiles, the
-// colwise and both kernels measured 0.78-0.80 instead of 0.88-0.92 of the copy at 131072 x 2048 and
-// 0.77 instead of 0.89 at 16384 x 7168 (H200, same run, two repetitions; the register counts were
-// equal and the cause was not found), so the storage keeps eight.
-constexpr int kStripTiles = 8;
+using quantize::kScaleTileBytes;
+using quantize::kThreads;
+using quantize::kTileCols;
+static_assert(quantize::kTileRows == kTileRows, "one tile height for the plain and the grouped kernels");
 
 struct GroupedProblem {
-  quant::Problem tile;  // batch 1; Mc and the linear colwise pitch are the grouped ones
+  quantize::Problem tile;  // batch 1; Mc and the linear colwise pitch are the grouped ones
   GroupWalk walk;
   bool row_padded = false, col_padded = false;
   int64_t Mr = 0;                                    // rowwise data rows (Mc: tile.Mc)
@@ -53,7 +42,7 @@ struct GroupedProblem {
   int64_t tiles_k = 0, tile_rows = 0;
   int strip_tiles = 1;      // row tiles per CTA (<= kStripTiles)
   int64_t strip_stride = 1; // row tiles between a CTA's tiles: the CTAs per column tile
-  quant::TileOrder order;   // of the CTAs: strip_stride x tiles_k (rows kernel: tiles_m x tiles_k)
+  quantize::TileOrder order;   // of the CTAs: strip_stride x tiles_k (rows kernel: tiles_m x tiles_k)
 };
 
 __device__ __forceinline__ int rows_in_tile(int64_t rows, int64_t first) {
@@ -62,11 +51,11 @@ __device__ __forceinline__ int rows_in_tile(int64_t rows, int64_t first) {
 
 // Where tile grp.tile of group grp at column tile tk reads and writes.
 template <class T>
-__device__ __forceinline__ quant::TileCoord group_tile_coord(const GroupedProblem& gp, const TileGroup& grp,
+__device__ __forceinline__ quantize::TileCoord group_tile_coord(const GroupedProblem& gp, const TileGroup& grp,
                                                              int64_t tk) {
-  const quant::Problem& p = gp.tile;
+  const quantize::Problem& p = gp.tile;
   const int64_t lr0 = int64_t{grp.tile} * kTileRows;  // first group-local row of the tile
-  quant::TileCoord c;
+  quantize::TileCoord c;
   c.b = 0;
   c.tk = tk;
   c.k0 = tk * kTileCols;
@@ -94,11 +83,11 @@ __device__ __forceinline__ quant::TileCoord group_tile_coord(const GroupedProble
 // among the CTAs past the last group with the same column tile.
 template <class T, bool ROW, bool COL>
 __device__ void zero_ungrouped(const GroupedProblem& gp, const GroupTotals& t, int64_t z, int64_t zs, int64_t tk) {
-  const quant::Problem& p = gp.tile;
+  const quantize::Problem& p = gp.tile;
   const int64_t cta = z * gp.tiles_k + tk, ctas = zs * gp.tiles_k;
   if constexpr (ROW) {
     const int64_t end = gp.row_padded ? t.padded_end : t.end;
-    zero_flat(p.row_data, quant::code_bytes<T>(end * p.K), quant::code_bytes<T>(gp.Mr * p.K), cta, ctas);
+    zero_flat(p.row_data, quantize::code_bytes<T>(end * p.K), quantize::code_bytes<T>(gp.Mr * p.K), cta, ctas);
     if (p.blocked) {
       zero_flat(p.row_scales, t.tiles * p.row_scale_nc * kScaleTileBytes, gp.row_scale_bytes, cta, ctas);
     } else {
@@ -108,8 +97,8 @@ __device__ void zero_ungrouped(const GroupedProblem& gp, const GroupTotals& t, i
   if constexpr (COL) {
     const int64_t end = gp.col_padded ? t.padded_end : t.end;
     const int64_t k0 = tk * kTileCols, k1 = min(p.K, k0 + kTileCols);
-    const int64_t row_bytes = quant::code_bytes<T>(p.Mc);
-    zero_columns(p.col_data, row_bytes, k0, k1, quant::code_bytes<T>(end), row_bytes, z, zs);
+    const int64_t row_bytes = quantize::code_bytes<T>(p.Mc);
+    zero_columns(p.col_data, row_bytes, k0, k1, quantize::code_bytes<T>(end), row_bytes, z, zs);
     if (p.blocked) {
       zero_flat(p.col_scales, gp.k_rows_padded * 4 * t.qtiles, gp.col_scale_bytes, cta, ctas);
     } else {
@@ -123,17 +112,14 @@ __device__ void zero_ungrouped(const GroupedProblem& gp, const GroupTotals& t, i
 // last round, so it is kept short: warp 0 walks the offsets behind one barrier, every thread then
 // computes the tile's coordinates in registers from the group record and stages the tile (no
 // coordinates in shared memory, no barrier for them, no loop over strip tiles for the compiler to
-// hoist the colwise setup out of, ahead of the loads). H200, mxfp8, same run against the strips
-// kernel with one tile per CTA, 16384 tokens, dims 1536-7168, G = 1-16: colwise 1.7-4.7 %
-// faster, both 1.8-5.3 %. The same body as a branch inside the strips kernel made the strips
-// 1-13 % slower (registers and code of two tile bodies in one kernel), so it is an instantiation
-// of its own.
-template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, bool kRowsLand>
-__device__ __forceinline__ void quantize_one_tile(const GroupedProblem& gp, const quant::TilePlace& at, uint4* staged,
-                                                  quant::TileScales<quant::TileTraits<In, Fmt>>& scales) {
-  using T = quant::TileTraits<In, Fmt>;
+// hoist the colwise setup out of, ahead of the loads). It is an instantiation of its own
+// (TileWalk), as a branch inside the strips kernel cost the strips registers and code.
+template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, unsigned kOptions>
+__device__ __forceinline__ void quantize_one_tile(const GroupedProblem& gp, const quantize::TilePlace& at, uint4* staged,
+                                                  quantize::TileScales<quantize::TileTraits<In, Fmt>>& scales) {
+  using T = quantize::TileTraits<In, Fmt>;
   __shared__ GroupWalkStorage<kThreads, 1> walk;
-  const quant::Problem& p = gp.tile;
+  const quantize::Problem& p = gp.tile;
   const int32_t trow = static_cast<int32_t>(at.row), tk = static_cast<int32_t>(at.col);
   find_tile_groups<kThreads, 1, true>(gp.walk, trow, 1, 1, blockIdx.x == 0, walk);
   const TileGroup group = walk.group[0];
@@ -141,8 +127,7 @@ __device__ __forceinline__ void quantize_one_tile(const GroupedProblem& gp, cons
     // K = 0: no columns to read and no colwise scale tile to write (see the strips kernel). No
     // L2 prefetch hint here: measured without it (the strips' colwise gain from it is 0.5-1.5 %).
     if (p.K > 0) {
-      quant::quantize_tile<In, Fmt, ROW, COL, kRule, false, false, false, kRowsLand>(
-          p, group_tile_coord<T>(gp, group, tk), staged, scales);
+      quantize::quantize_tile<In, Fmt, ROW, COL, kRule, kOptions>(p, group_tile_coord<T>(gp, group, tk), staged, scales);
     }
   } else {
     const GroupTotals& totals = walk.totals;
@@ -152,15 +137,15 @@ __device__ __forceinline__ void quantize_one_tile(const GroupedProblem& gp, cons
 
 // The strip of a CTA: one column tile of the row tiles r + i * strip_stride, r = at.row.
 template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
-__device__ __forceinline__ void quantize_strip(const GroupedProblem& gp, const quant::TilePlace& at, uint4* staged,
-                                               quant::TileScales<quant::TileTraits<In, Fmt>>& scales) {
-  using T = quant::TileTraits<In, Fmt>;
+__device__ __forceinline__ void quantize_strip(const GroupedProblem& gp, const quantize::TilePlace& at, uint4* staged,
+                                               quantize::TileScales<quantize::TileTraits<In, Fmt>>& scales) {
+  using T = quantize::TileTraits<In, Fmt>;
   __shared__ GroupWalkStorage<kThreads, kStripTiles> walk;
   // The tiles' coordinates live in shared memory: held in registers beside the tile code's they
   // made the 16-bit kernels spill under the 4-CTA register cap.
-  __shared__ quant::TileCoord coord[kStripTiles];
+  __shared__ quantize::TileCoord coord[kStripTiles];
 
-  const quant::Problem& p = gp.tile;
+  const quantize::Problem& p = gp.tile;
   // 32-bit: the launcher keeps tile_rows x tiles_k below 2^31.
   const int32_t stride = static_cast<int32_t>(gp.strip_stride);
   const int32_t trow0 = static_cast<int32_t>(at.row);
@@ -174,14 +159,12 @@ __device__ __forceinline__ void quantize_strip(const GroupedProblem& gp, const q
   if (threadIdx.x < grouped) coord[threadIdx.x] = group_tile_coord<T>(gp, walk.group[threadIdx.x], tk);
   __syncthreads();
   // Colwise alone stages its tiles with the L2 prefetch hint of 256 bytes (a row segment of a
-  // 16-bit tile). H200, same run: colwise K-groups 0.5-1.5 % faster (131072 x 1536, G = 64: 0.885
-  // -> 0.90; 16384 x 7168, G = 8: 0.907 -> 0.92); the plain kernel and both directions gained
-  // nothing, the row-tile kernel lost 0.5-1.5 %.
-  constexpr bool kFetch256 = COL && !ROW;
+  // 16-bit tile): tuning.hpp's strips_fetch256.
+  constexpr unsigned kOptions = strips_fetch256(ROW, COL) ? quantize::TileOptions::fetch256 : 0u;
   // K = 0 still takes one column tile (the padded offsets, the zero bytes), but its tiles have no
   // columns to read and, with no k rows, no colwise scale tile to write.
   for (int i = 0; i < grouped && p.K > 0; ++i) {
-    quant::quantize_tile<In, Fmt, ROW, COL, kRule, kFetch256>(p, coord[i], staged, scales);
+    quantize::quantize_tile<In, Fmt, ROW, COL, kRule, kOptions>(p, coord[i], staged, scales);
     __syncthreads();  // the next tile reuses the shared memory
   }
   for (int i = grouped; i < count; ++i) {  // past the last group: a share of the bytes of no group
@@ -191,23 +174,29 @@ __device__ __forceinline__ void quantize_strip(const GroupedProblem& gp, const q
   }
 }
 
-// CTA i takes (r, column tile) = gp.order's place i (quant::TileOrder over strip_stride x
-// tiles_k): the strip at row tile r, or with kOneTile (strip_tiles 1) row tile r alone.
-template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, bool kOneTile, bool kRowsLand = false>
-__global__ void __launch_bounds__(kThreads, (quant::TileTraits<In, Fmt>::min_ctas_per_sm))
+// How a CTA takes its row tiles: a strip (quantize_strip), or one tile (strip_tiles 1,
+// quantize_one_tile), optionally starting the rowwise passes as the copies land.
+enum class TileWalk { strips, one_tile, one_tile_rows_land };
+
+// CTA i takes (r, column tile) = gp.order's place i (quantize::TileOrder over strip_stride x
+// tiles_k): the strip at row tile r, or with a one-tile walk row tile r alone.
+template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, TileWalk kWalk>
+__global__ void __launch_bounds__(kThreads, (quantize::TileTraits<In, Fmt>::min_ctas_per_sm))
 grouped_quantize_kernel(const GroupedProblem gp) {
-  using T = quant::TileTraits<In, Fmt>;
+  using T = quantize::TileTraits<In, Fmt>;
   // colwise: the staged input tile, then the staged output (aligned: see quantize_tile_kernel)
   extern __shared__ __align__(128) uint4 staged[];
-  __shared__ quant::TileScales<T> scales;
-  // Only colwise alone takes bands (quant::tile_order_band); row-major order needs one division
+  __shared__ quantize::TileScales<T> scales;
+  // Only colwise alone takes bands (quantize::tile_order_band); row-major order needs one division
   // (the general place() made the rowwise mxfp4 kernel spill).
-  const quant::TilePlace at = COL && !ROW ? gp.order.place(blockIdx.x) : gp.order.place_row_major(blockIdx.x);
-  if constexpr (kOneTile) {
-    quantize_one_tile<In, Fmt, ROW, COL, kRule, kRowsLand>(gp, at, staged, scales);
+  const quantize::TilePlace at = COL && !ROW ? gp.order.place(blockIdx.x) : gp.order.place_row_major(blockIdx.x);
+  if constexpr (kWalk == TileWalk::one_tile) {
+    quantize_one_tile<In, Fmt, ROW, COL, kRule, 0>(gp, at, staged, scales);
+  } else if constexpr (kWalk == TileWalk::one_tile_rows_land) {
+    quantize_one_tile<In, Fmt, ROW, COL, kRule, quantize::TileOptions::rows_as_they_land>(gp, at, staged, scales);
   } else {
     quantize_strip<In, Fmt, ROW, COL, kRule>(gp, at, staged, scales);
   }
 }
 
-}  // namespace mxq::cuda::qgroup
+}  // namespace mxq::cuda::kernels::quantize_grouped

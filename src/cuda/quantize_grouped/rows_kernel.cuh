@@ -4,19 +4,17 @@
 // group's last rows do not make a partial tile of their own (with 64 groups of a few hundred rows
 // those were a third of the group-local grid). The tile is staged as one cp.async group per group
 // of passes that quantize_rows handles together; a thread reads only the chunks it copied, so each
-// group of passes starts once its own copies have landed, without a barrier. Against one wait for
-// the whole tile and a barrier, same run: H200 +0.3 to +2.6 % at 16384 tokens (±0.3 % at 131072),
-// H100 within ±0.6 %. Each tile row's output row and scale row come from
-// its group. A 512-byte scale tile may hold rows of two CTAs, so scales go out as one 4-byte word
+// group of passes starts once its own copies have landed, without a barrier (rather than one wait
+// for the whole tile). Each tile row's output row and scale row come from its group. A 512-byte scale tile may hold rows of two CTAs, so scales go out as one 4-byte word
 // per row and 4 scale columns. The CTA holding a group's last row writes the group's zero rows in
 // its columns (data padding rows, unused rows of its scale matrix), and every CTA zeroes a share of
 // the bytes past the last group.
 #pragma once
 #include <cstdint>
 
-#include "kernel.cuh"
+#include "cuda/quantize_grouped/kernel.cuh"
 
-namespace mxq::cuda::qgroup {
+namespace mxq::cuda::kernels::quantize_grouped {
 
 // A group with rows in the tile: input rows [start, end), the output and scale rows of its first
 // row, and how many output and scale rows it owns (padded size; blocked: 128-row scale tiles).
@@ -62,7 +60,7 @@ struct GroupRowOut {
   template <class T>
   __device__ __forceinline__ void store(int i, uint64_t codes) const {
     const int32_t r = out_row[row0 + i * T::rows_per_pass];
-    if (r >= 0) quant::store_row_codes<T>(base + r * row_bytes, codes, vec, bytes);
+    if (r >= 0) quantize::store_row_codes<T>(base + r * row_bytes, codes, vec, bytes);
   }
 };
 
@@ -75,7 +73,7 @@ __device__ __forceinline__ int64_t scale_word_offset(int32_t row, int64_t col, i
 
 // The staged scales of the tile rows to their scale rows (per-group blocked or linear).
 template <class T>
-__device__ __forceinline__ void store_row_scales(const quant::Problem& p, const quant::TileCoord& c,
+__device__ __forceinline__ void store_row_scales(const quantize::Problem& p, const quantize::TileCoord& c,
                                                  const int32_t* scale_row, const uint8_t* staged, int tid) {
   if (p.blocked) {
     static_assert(kThreads >= kTileRows * T::scale_tiles, "one thread per scale word of the tile");
@@ -86,7 +84,7 @@ __device__ __forceinline__ void store_row_scales(const quant::Problem& p, const 
       store_scale_word(p.row_scales + scale_word_offset(scale_row[j], col, p.row_scale_nc), word, p.vec_scales);
     }
   } else if (tid < kTileRows && scale_row[tid] >= 0) {
-    quant::store_scale_row_linear<T::scale_tiles>(p.row_scales, p.row_scale_cols, p.row_scale_cols, scale_row[tid],
+    quantize::store_scale_row_linear<T::scale_tiles>(p.row_scales, p.row_scale_cols, p.row_scale_cols, scale_row[tid],
                                                   c.tk * T::scale_cols, staged, tid);
   }
 }
@@ -95,16 +93,16 @@ __device__ __forceinline__ void store_row_scales(const quant::Problem& p, const 
 // linear scale rows past the group's rows up to its padded size, blocked scale rows up to the end
 // of its last 128-row scale tile.
 template <class T>
-__device__ void zero_group_tails(const GroupedProblem& gp, const quant::TileCoord& c, const SpanStorage<kThreads>& s,
+__device__ void zero_group_tails(const GroupedProblem& gp, const quantize::TileCoord& c, const SpanStorage<kThreads>& s,
                                  int64_t tile_end, int tid) {
-  const quant::Problem& p = gp.tile;
+  const quantize::Problem& p = gp.tile;
   for (int i = 0; i < s.count; ++i) {
     const SpanGroup g = s.group[i];
     if (g.end > tile_end) continue;
     // Most tiles hold no group's last row: the bounds below are computed for those that do.
-    const int64_t b0 = quant::code_bytes<T>(c.k0), b1 = quant::code_bytes<T>(min(p.K, c.k0 + kTileCols));
+    const int64_t b0 = quantize::code_bytes<T>(c.k0), b1 = quantize::code_bytes<T>(min(p.K, c.k0 + kTileCols));
     const int32_t size = g.end - g.start;
-    zero_columns(p.row_data, quant::code_bytes<T>(p.K), g.out_start + size, g.out_start + g.out_rows, b0, b1, 0, 1);
+    zero_columns(p.row_data, quantize::code_bytes<T>(p.K), g.out_start + size, g.out_start + g.out_rows, b0, b1, 0, 1);
     if (p.blocked) {
       const int32_t r0 = g.scale_start + size, words = (g.scale_rows - size) * T::scale_tiles;
       for (int w = tid; w < words; w += kThreads) {
@@ -124,17 +122,17 @@ __device__ void zero_group_tails(const GroupedProblem& gp, const quant::TileCoor
 // CTA i takes tile (tm, tk) = gp.order.place_row_major(i) (row-major over tiles_m x tiles_k) and
 // quantizes input rows [128 tm, 128 tm + 128) at column tile tk.
 template <class In, class Fmt, ScaleRule kRule>
-__global__ void __launch_bounds__(kThreads, (quant::TileTraits<In, Fmt>::min_ctas_per_sm))
+__global__ void __launch_bounds__(kThreads, (quantize::TileTraits<In, Fmt>::min_ctas_per_sm))
 grouped_rows_kernel(const GroupedProblem gp) {
-  using T = quant::TileTraits<In, Fmt>;
+  using T = quantize::TileTraits<In, Fmt>;
   extern __shared__ __align__(128) uint4 staged_tile[];  // aligned: see quantize_tile_kernel
-  __shared__ quant::TileScales<T> scales;  // the rowwise half only
+  __shared__ quantize::TileScales<T> scales;  // the rowwise half only
   __shared__ SpanStorage<kThreads> s;
 
-  const quant::Problem& p = gp.tile;
-  const quant::TilePlace at = gp.order.place_row_major(blockIdx.x);
+  const quantize::Problem& p = gp.tile;
+  const quantize::TilePlace at = gp.order.place_row_major(blockIdx.x);
   const uint32_t tm = at.row;
-  quant::TileCoord c{};
+  quantize::TileCoord c{};
   c.tk = at.col;
   c.k0 = c.tk * kTileCols;
   c.m0 = int64_t{tm} * kTileRows;
@@ -175,8 +173,8 @@ grouped_rows_kernel(const GroupedProblem gp) {
   };
   // The tile's copies go out before the walk, which runs while they are in flight. One call site
   // of stage_tile: each CTA runs this code once, straight through, and a second inlined copy of
-  // the staging (guarded paths included) put 25 KB of cold code inside its hot path (ncu, cold
-  // caches: 27 % of the stalls waiting for instructions, 31 -> 27 us at 16384 x 1536 without it).
+  // the staging (guarded paths included) would put cold code inside its hot path (instruction
+  // cache stalls).
   const bool warp_walk = gp.walk.G <= kWarpWalkGroups;
   WarpEnds ends;
   if (tid == 0) s.count = 0;
@@ -185,7 +183,7 @@ grouped_rows_kernel(const GroupedProblem gp) {
     // wait for them.
     ends = load_warp_ends(gp.walk);
   }
-  quant::stage_tile<T, false, false, quant::kRowPassGroups<T>>(p, c, chunk, row0, staged_tile);
+  quantize::stage_tile<T, false, false, quantize::kRowPassGroups<T>>(p, c, chunk, row0, staged_tile);
   if (warp_walk) {
     if (tid < 32) {
       __syncwarp();
@@ -198,24 +196,23 @@ grouped_rows_kernel(const GroupedProblem gp) {
   __syncthreads();
   map_rows();
   __syncthreads();
-  // The zero stores need only the walk, so they go out while the tile's copies are in flight.
-  // After the passes they lengthened every CTA's tail, even with no bytes to zero: H200, 16384
-  // tokens, same run, grouped rowwise and fused 1-4 % faster at dims 1536 / 2048, 1 % at 7168.
+  // The zero stores need only the walk, so they go out while the tile's copies are in flight;
+  // after the passes they lengthened every CTA's tail, even with no bytes to zero.
   zero_group_tails<T>(gp, c, s, tile_end, tid);
   zero_ungrouped<T, true, false>(gp, s.totals, tm, max(p.tiles_m, int64_t{1}), c.tk);
 
   GroupRowOut out;
   out.out_row = s.out_row;
-  out.base = p.row_data + quant::code_bytes<T>(c.k0 + chunk * T::vec);
-  out.row_bytes = quant::code_bytes<T>(p.K);
+  out.base = p.row_data + quantize::code_bytes<T>(c.k0 + chunk * T::vec);
+  out.row_bytes = quantize::code_bytes<T>(p.K);
   out.row0 = row0;
   out.vec = c.k_full && p.vec_row_out;
-  out.bytes = quant::row_chunk_bytes<T>(p, c, chunk);
+  out.bytes = quantize::row_chunk_bytes<T>(p, c, chunk);
   const auto chunk_at = [&](int i) { return staged_tile[(row0 + i * T::rows_per_pass) * T::chunks_per_row + chunk]; };
-  quant::quantize_rows<In, Fmt>(p, c, quant::batch_scaler<Fmt, kRule>(p, 0), chunk_at, row0, chunk, out, scales.row,
-                                quant::WaitForPassGroup<T>{});
+  quantize::quantize_rows<In, Fmt>(p, c, quantize::batch_scaler<Fmt, kRule>(p, 0), chunk_at, row0, chunk, out, scales.row,
+                                quantize::WaitForPassGroup<T>{});
   __syncthreads();
   store_row_scales<T>(p, c, s.scale_row, scales.row, tid);
 }
 
-}  // namespace mxq::cuda::qgroup
+}  // namespace mxq::cuda::kernels::quantize_grouped

@@ -6,7 +6,7 @@
 
 #include <cstdint>
 
-namespace mxq::cuda::qgroup {
+namespace mxq::cuda::kernels::quantize_grouped {
 
 // `lanes` threads (lane = 0 .. lanes - 1) zero n bytes at p: bytes up to 16-byte alignment, then
 // 16-byte stores, then the last bytes.
@@ -48,4 +48,4 @@ __device__ __forceinline__ void zero_columns(uint8_t* base, int64_t pitch, int64
   }
 }
 
-}  // namespace mxq::cuda::qgroup
+}  // namespace mxq::cuda::kernels::quantize_grouped

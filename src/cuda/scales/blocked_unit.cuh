@@ -9,7 +9,7 @@
 #include <mxq/mxq.hpp>
 #include <mxq/numerics/layout.hpp>
 
-namespace mxq::cuda {
+namespace mxq::cuda::kernels::scales {
 
 constexpr int64_t kUnitBytes = 16;
 
@@ -52,4 +52,4 @@ inline int64_t blocked_buffer_bytes(const SwizzleArgs& a) {
   }
 }
 
-}  // namespace mxq::cuda
+}  // namespace mxq::cuda::kernels::scales

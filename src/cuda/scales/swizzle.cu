@@ -7,12 +7,12 @@
 #include "cuda/groups/group_scan.cuh"
 #include "cuda/groups/launch_shape.cuh"
 #include "cuda/scales/blocked_unit.cuh"
+#include "cuda/scales/tuning.hpp"
 
-namespace mxq::cuda {
+namespace mxq::cuda::kernels::scales {
 namespace {
 
-constexpr int kThreads = 256, kItems = 4, kChunk = kThreads * kItems;
-constexpr int64_t kMinUnitsPerCta = 4 * kThreads;
+constexpr int kChunk = kThreads * kItems;
 
 struct SwizzleParams {
   const uint8_t* in;
@@ -42,12 +42,12 @@ __global__ void __launch_bounds__(kThreads) swizzle_plain_kernel(SwizzleParams p
 // Cp-wide buffer) or along K (ends in columns, each group an Rp x Q_g matrix after the previous).
 template <bool AlongM>
 __global__ void __launch_bounds__(kThreads) swizzle_grouped_kernel(SwizzleParams p, TokenGroups groups) {
-  __shared__ GroupChunkStorage<kChunk> s;
+  __shared__ kernels::groups::GroupChunkStorage<kChunk> s;
   const int64_t Rp = num::blocked_rows(p.rows), Cp = num::blocked_cols(p.cols);
   const int64_t bytes_per_pos = AlongM ? Cp : Rp;  // a padded row (along M) or column (along K)
   const int64_t u0 = blockIdx.x * p.units_per_cta;
   const int64_t u1 = min(ceil_units(p.out_bytes), u0 + p.units_per_cta);
-  auto body = [&](const GroupChunk<kChunk>& c) {
+  auto body = [&](const kernels::groups::GroupChunk<kChunk>& c) {
     const int64_t lo = max(u0, c.chunk_padded_begin() * bytes_per_pos / kUnitBytes);
     const int64_t hi = min(u1, c.chunk_padded_end() * bytes_per_pos / kUnitBytes);
     for (int64_t u = lo + threadIdx.x; u < hi; u += kThreads) {
@@ -67,17 +67,17 @@ __global__ void __launch_bounds__(kThreads) swizzle_grouped_kernel(SwizzleParams
   int64_t end = 0, padded_end = 0;
   const int64_t limit = AlongM ? p.rows : p.cols;
   if (AlongM)
-    for_each_group_chunk<kThreads, kItems>(groups.ends, groups.count, limit, ScaleRowsAlongM{}, s, body, &end, &padded_end);
+    kernels::groups::for_each_group_chunk<kThreads, kItems>(groups.ends, groups.count, limit, kernels::groups::ScaleRowsAlongM{}, s, body, &end, &padded_end);
   else
-    for_each_group_chunk<kThreads, kItems>(groups.ends, groups.count, limit, ScaleColsAlongK{}, s, body, &end, &padded_end);
+    kernels::groups::for_each_group_chunk<kThreads, kItems>(groups.ends, groups.count, limit, kernels::groups::ScaleColsAlongK{}, s, body, &end, &padded_end);
   for (int64_t u = max(u0, padded_end * bytes_per_pos / kUnitBytes) + threadIdx.x; u < u1; u += kThreads)
     store_unit(p.out, p.out_bytes, u * kUnitBytes, [](int) { return uint8_t{0}; });
 }
 
 template <class Kernel, class... Args>
 Status launch(const char* op, Kernel kernel, SwizzleParams p, void* stream, Args... args) {
-  RangeGrid g;
-  const cudaError_t e = range_grid(reinterpret_cast<const void*>(kernel), kThreads, ceil_units(p.out_bytes),
+  kernels::groups::RangeGrid g;
+  const cudaError_t e = kernels::groups::range_grid(reinterpret_cast<const void*>(kernel), kThreads, ceil_units(p.out_bytes),
                                    kMinUnitsPerCta, &g);
   if (e != cudaSuccess) return cuda_status(op, e);
   p.units_per_cta = g.per_cta;
@@ -86,6 +86,11 @@ Status launch(const char* op, Kernel kernel, SwizzleParams p, void* stream, Args
 }
 
 }  // namespace
+}  // namespace mxq::cuda::kernels::scales
+
+namespace mxq::cuda {
+
+using namespace kernels::scales;  // this file's helpers above
 
 Status swizzle(const SwizzleArgs& a) {
   const char* op = "swizzle";

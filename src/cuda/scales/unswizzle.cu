@@ -6,12 +6,12 @@
 #include "cuda/groups/group_scan.cuh"
 #include "cuda/groups/launch_shape.cuh"
 #include "cuda/scales/blocked_unit.cuh"
+#include "cuda/scales/tuning.hpp"
 
-namespace mxq::cuda {
+namespace mxq::cuda::kernels::scales {
 namespace {
 
-constexpr int kThreads = 256, kItems = 4, kChunk = kThreads * kItems;
-constexpr int64_t kMinBytesPerCta = 4 * kThreads;
+constexpr int kChunk = kThreads * kItems;
 
 struct UnswizzleParams {
   const uint8_t* blocked;
@@ -32,10 +32,10 @@ __global__ void __launch_bounds__(kThreads) unswizzle_plain_kernel(UnswizzlePara
 // Groups along M: the CTA's rows, group by group. Each group is a blocked matrix at padded row
 // padded_begin of a Cp-wide buffer.
 __global__ void __launch_bounds__(kThreads) unswizzle_along_m_kernel(UnswizzleParams p, TokenGroups groups) {
-  __shared__ GroupChunkStorage<kChunk> s;
+  __shared__ kernels::groups::GroupChunkStorage<kChunk> s;
   const int64_t Cp = num::blocked_cols(p.cols), C = p.cols;
   const int64_t r0 = blockIdx.x * p.rows_per_cta, r1 = min(p.rows, r0 + p.rows_per_cta);
-  auto body = [&](const GroupChunk<kChunk>& c) {
+  auto body = [&](const kernels::groups::GroupChunk<kChunk>& c) {
     const int64_t lo = max(r0, c.chunk_begin()), hi = min(r1, c.chunk_end());
     for (int64_t i = lo * C + threadIdx.x; i < hi * C; i += kThreads) {
       const int64_t r = i / C, col = i % C;
@@ -45,7 +45,7 @@ __global__ void __launch_bounds__(kThreads) unswizzle_along_m_kernel(UnswizzlePa
     return c.chunk_end() < r1;
   };
   int64_t end = 0, padded_end = 0;
-  for_each_group_chunk<kThreads, kItems>(groups.ends, groups.count, p.rows, ScaleRowsAlongM{}, s, body, &end,
+  kernels::groups::for_each_group_chunk<kThreads, kItems>(groups.ends, groups.count, p.rows, kernels::groups::ScaleRowsAlongM{}, s, body, &end,
                                          &padded_end);
   for (int64_t i = max(r0, end) * C + threadIdx.x; i < r1 * C; i += kThreads) p.out[i] = 0;
 }
@@ -53,10 +53,10 @@ __global__ void __launch_bounds__(kThreads) unswizzle_along_m_kernel(UnswizzlePa
 // Groups along K: the CTA's rows, for the columns of each group. Group g is an Rp x Q_g blocked
 // matrix starting at byte Rp * padded_begin.
 __global__ void __launch_bounds__(kThreads) unswizzle_along_k_kernel(UnswizzleParams p, TokenGroups groups) {
-  __shared__ GroupChunkStorage<kChunk> s;
+  __shared__ kernels::groups::GroupChunkStorage<kChunk> s;
   const int64_t Rp = num::blocked_rows(p.rows), C = p.cols;
   const int64_t r0 = blockIdx.x * p.rows_per_cta, r1 = min(p.rows, r0 + p.rows_per_cta);
-  auto body = [&](const GroupChunk<kChunk>& c) {
+  auto body = [&](const kernels::groups::GroupChunk<kChunk>& c) {
     const int64_t c0 = c.chunk_begin(), width = c.chunk_end() - c0;
     for (int64_t i = threadIdx.x; i < (r1 - r0) * width; i += kThreads) {
       const int64_t r = r0 + i / width, col = c0 + i % width;
@@ -67,7 +67,7 @@ __global__ void __launch_bounds__(kThreads) unswizzle_along_k_kernel(UnswizzlePa
     return true;  // every chunk has columns of the CTA's rows
   };
   int64_t end = 0, padded_end = 0;
-  for_each_group_chunk<kThreads, kItems>(groups.ends, groups.count, p.cols, ScaleColsAlongK{}, s, body, &end,
+  kernels::groups::for_each_group_chunk<kThreads, kItems>(groups.ends, groups.count, p.cols, kernels::groups::ScaleColsAlongK{}, s, body, &end,
                                          &padded_end);
   const int64_t width = C - end;
   for (int64_t i = threadIdx.x; i < (r1 - r0) * width; i += kThreads) p.out[(r0 + i / width) * C + end + i % width] = 0;
@@ -75,9 +75,9 @@ __global__ void __launch_bounds__(kThreads) unswizzle_along_k_kernel(UnswizzlePa
 
 template <class Kernel, class... Args>
 Status launch(const char* op, Kernel kernel, UnswizzleParams p, int64_t rows, void* stream, Args... args) {
-  RangeGrid g;
+  kernels::groups::RangeGrid g;
   const int64_t min_rows = p.cols > 0 ? (kMinBytesPerCta + p.cols - 1) / p.cols : rows;
-  const cudaError_t e = range_grid(reinterpret_cast<const void*>(kernel), kThreads, rows, min_rows, &g);
+  const cudaError_t e = kernels::groups::range_grid(reinterpret_cast<const void*>(kernel), kThreads, rows, min_rows, &g);
   if (e != cudaSuccess) return cuda_status(op, e);
   p.rows_per_cta = g.per_cta;
   kernel<<<g.ctas, kThreads, 0, as_stream(stream)>>>(p, args...);
@@ -85,6 +85,11 @@ Status launch(const char* op, Kernel kernel, UnswizzleParams p, int64_t rows, vo
 }
 
 }  // namespace
+}  // namespace mxq::cuda::kernels::scales
+
+namespace mxq::cuda {
+
+using namespace kernels::scales;  // this file's helpers above
 
 Status unswizzle(const SwizzleArgs& a, uint8_t* linear_out) {
   const char* op = "unswizzle";
