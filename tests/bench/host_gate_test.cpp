@@ -19,7 +19,9 @@ float delayed_interval_ms(cudaStream_t s, HostGate* gate) {
   cudaEvent_t a, b;
   EXPECT_EQ(cudaEventCreate(&a), cudaSuccess);
   EXPECT_EQ(cudaEventCreate(&b), cudaSuccess);
-  if (gate) EXPECT_EQ(gate->close(s), cudaSuccess);
+  if (gate) {
+    EXPECT_EQ(gate->close(s), cudaSuccess);
+  }
   EXPECT_EQ(cudaEventRecord(a, s), cudaSuccess);
   std::this_thread::sleep_for(kHostDelay);
   EXPECT_EQ(cudaEventRecord(b, s), cudaSuccess);
