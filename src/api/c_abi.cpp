@@ -170,6 +170,20 @@ SwizzleArgs to_cpp(const mxq_swizzle_args& a) {
   return s;
 }
 
+// A sizes query of the C++ API (args -> QuantizeSizes) behind its C function `fn`.
+template <class CArgs, class CppArgs>
+int32_t sizes_call(const char* fn, const CArgs* args, struct mxq_quantize_sizes* sizes,
+                   Status (*query)(const CppArgs&, QuantizeSizes*)) {
+  if (!args) return null_arg(fn, "args");
+  if (!sizes) return null_arg(fn, "sizes");
+  return run(fn, [&] {
+    QuantizeSizes s;
+    Status st = query(to_cpp(*args), &s);
+    if (st.ok()) *sizes = to_c(s);
+    return st;
+  });
+}
+
 }  // namespace
 
 extern "C" {
@@ -180,14 +194,7 @@ int32_t mxq_quantize(const mxq_quantize_args* args) {
 }
 
 int32_t mxq_quantize_sizes(const mxq_quantize_args* args, struct mxq_quantize_sizes* sizes) {
-  if (!args) return null_arg("mxq_quantize_sizes", "args");
-  if (!sizes) return null_arg("mxq_quantize_sizes", "sizes");
-  return run("mxq_quantize_sizes", [&] {
-    QuantizeSizes s;
-    Status st = quantize_sizes(to_cpp(*args), &s);
-    if (st.ok()) *sizes = to_c(s);
-    return st;
-  });
+  return sizes_call("mxq_quantize_sizes", args, sizes, &quantize_sizes);
 }
 
 int32_t mxq_swiglu_quantize(const mxq_swiglu_args* args) {
@@ -196,14 +203,7 @@ int32_t mxq_swiglu_quantize(const mxq_swiglu_args* args) {
 }
 
 int32_t mxq_swiglu_quantize_sizes(const mxq_swiglu_args* args, struct mxq_quantize_sizes* sizes) {
-  if (!args) return null_arg("mxq_swiglu_quantize_sizes", "args");
-  if (!sizes) return null_arg("mxq_swiglu_quantize_sizes", "sizes");
-  return run("mxq_swiglu_quantize_sizes", [&] {
-    QuantizeSizes s;
-    Status st = swiglu_quantize_sizes(to_cpp(*args), &s);
-    if (st.ok()) *sizes = to_c(s);
-    return st;
-  });
+  return sizes_call("mxq_swiglu_quantize_sizes", args, sizes, &swiglu_quantize_sizes);
 }
 
 int32_t mxq_swiglu_backward_quantize(const mxq_swiglu_backward_args* args) {
@@ -212,14 +212,7 @@ int32_t mxq_swiglu_backward_quantize(const mxq_swiglu_backward_args* args) {
 }
 
 int32_t mxq_swiglu_backward_quantize_sizes(const mxq_swiglu_backward_args* args, struct mxq_quantize_sizes* sizes) {
-  if (!args) return null_arg("mxq_swiglu_backward_quantize_sizes", "args");
-  if (!sizes) return null_arg("mxq_swiglu_backward_quantize_sizes", "sizes");
-  return run("mxq_swiglu_backward_quantize_sizes", [&] {
-    QuantizeSizes s;
-    Status st = swiglu_backward_quantize_sizes(to_cpp(*args), &s);
-    if (st.ok()) *sizes = to_c(s);
-    return st;
-  });
+  return sizes_call("mxq_swiglu_backward_quantize_sizes", args, sizes, &swiglu_backward_quantize_sizes);
 }
 
 int32_t mxq_dequantize(const mxq_dequantize_args* args) {

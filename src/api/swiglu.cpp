@@ -2,6 +2,7 @@
 // of the computed tensor (a, or dh) is validated and run as quantize's own.
 #include <mxq/swiglu.hpp>
 
+#include <type_traits>
 #include <vector>
 
 #include <mxq/numerics/common.hpp>
@@ -121,24 +122,42 @@ Status swiglu_backward_quantize_sizes(const SwigluBackwardArgs& args, QuantizeSi
   return {};
 }
 
-Status swiglu_quantize(const SwigluArgs& args) {
-  const char* op = "swiglu_quantize";
-  QuantizeSizes s;
-  MXQ_TRY(validate_forward(op, args, &s));
+namespace {
+
+// The computed tensor's buffer, its name and width, and the backend call that fills it.
+const char* computed_name(const SwigluArgs&) { return "activation"; }
+const char* computed_name(const SwigluBackwardArgs&) { return "grad_input"; }
+void* computed_buffer(const SwigluArgs& a) { return a.activation; }
+void* computed_buffer(const SwigluBackwardArgs& a) { return a.grad_input; }
+int64_t computed_cols(const SwigluArgs& a) { return a.input.cols / 2; }
+int64_t computed_cols(const SwigluBackwardArgs& a) { return a.input.cols; }
+const TensorView* grad_of(const SwigluArgs&) { return nullptr; }
+const TensorView* grad_of(const SwigluBackwardArgs& a) { return &a.grad; }
+float* grad_weights_of(const SwigluArgs&) { return nullptr; }
+float* grad_weights_of(const SwigluBackwardArgs& a) { return a.grad_weights; }
+
+// Validated args: the computed tensor by the backend into `computed` (the caller's buffer, or
+// host memory of the reference's own), then quantize of it on the same backend.
+template <class Args>
+Status run_swiglu(const char* op, const Args& args, const QuantizeSizes& s) {
   const TensorView& h = args.input;
-  const int64_t F = h.cols / 2;
-  QuantizeArgs q = computed_quantize(h, F, args.activation, args.params, args.groups, args.tensor_amax, args.out,
-                                     args.backend, args.stream);
+  const int64_t cols = computed_cols(args);
+  QuantizeArgs q = computed_quantize(h, cols, computed_buffer(args), args.params, args.groups, args.tensor_amax,
+                                     args.out, args.backend, args.stream);
   MXQ_TRY(api::validate_quantize_outputs(op, q, s));
-  MXQ_TRY(check_swiglu_overlap(op, q, s, h, nullptr, args.weights, "activation", args.activation, nullptr));
+  MXQ_TRY(check_swiglu_overlap(op, q, s, h, grad_of(args), args.weights, computed_name(args), computed_buffer(args),
+                               grad_weights_of(args)));
   const QuantizeOutputs& o = args.out;
+  const TensorView* grad = grad_of(args);
   Backend b;
   MXQ_TRY(api::resolve_backend(op, args.backend,
-                               {{"input.data", h.data},
+                               {{"grad.data", grad ? grad->data : nullptr},
+                                {"input.data", h.data},
                                 {"weights", args.weights},
                                 {"groups.groups.ends", args.groups.groups.ends},
                                 {"tensor_amax", args.tensor_amax},
-                                {"activation", args.activation},
+                                {computed_name(args), computed_buffer(args)},
+                                {"grad_weights", grad_weights_of(args)},
                                 {"out.row_data", o.row_data},
                                 {"out.row_scales", o.row_scales},
                                 {"out.col_data", o.col_data},
@@ -149,75 +168,54 @@ Status swiglu_quantize(const SwigluArgs& args) {
                                 {"out.padded_ends", o.padded_ends},
                                 {"out.amax", o.amax}},
                                &b));
+  constexpr bool kForward = std::is_same_v<Args, SwigluArgs>;
 #ifdef MXQ_WITH_CUDA
   if (b == Backend::cuda) {
-    if (args.activation == nullptr && h.rows * F > 0)
-      return api::fail(Code::unsupported, op, "the cuda backend needs activation (an (M, F) buffer in the input's "
-                                              "dtype): it writes the activation, then quantizes it");
-    MXQ_TRY(cuda::swiglu_forward(args, args.activation));
+    if (q.input.data == nullptr && h.rows * cols > 0)
+      return api::fail(Code::unsupported, op, "the cuda backend needs ", computed_name(args), " (an (M, ", cols,
+                       ") buffer in the input's dtype): it writes that tensor, then quantizes it");
+    if constexpr (kForward) {
+      MXQ_TRY(cuda::swiglu_forward(args, computed_buffer(args)));
+    } else {
+      MXQ_TRY(cuda::swiglu_backward(args, computed_buffer(args)));
+    }
     return cuda::quantize(q, s);
   }
 #endif
-  // The reference computes a into host memory of its own when the caller keeps no copy.
+  // The reference computes the tensor into host memory of its own when the caller keeps no copy.
   std::vector<unsigned char> scratch;
   if (q.input.data == nullptr) {
-    scratch.resize(static_cast<size_t>(h.rows * F * dtype_size(h.dtype)));
+    scratch.resize(static_cast<size_t>(h.rows * cols * dtype_size(h.dtype)));
     q.input.data = scratch.data();
   }
-  MXQ_TRY(cpu::swiglu_forward(args, const_cast<void*>(q.input.data)));
+  void* out = const_cast<void*>(q.input.data);
+  if constexpr (kForward) {
+    MXQ_TRY(cpu::swiglu_forward(args, out));
+  } else {
+    MXQ_TRY(cpu::swiglu_backward(args, out));
+  }
   return cpu::quantize(q, s);
+}
+
+}  // namespace
+
+Status swiglu_quantize(const SwigluArgs& args) {
+  const char* op = "swiglu_quantize";
+  QuantizeSizes s;
+  MXQ_TRY(validate_forward(op, args, &s));
+  return run_swiglu(op, args, s);
 }
 
 Status swiglu_backward_quantize(const SwigluBackwardArgs& args) {
   const char* op = "swiglu_backward_quantize";
   QuantizeSizes s;
   MXQ_TRY(validate_backward(op, args, &s));
-  const TensorView& h = args.input;
-  MXQ_REQUIRE(args.weights == nullptr || args.grad_weights != nullptr || h.rows == 0,
-              "grad_weights is null but weights are given (the gradient of each row's weight, ", h.rows, " floats)");
+  MXQ_REQUIRE(args.weights == nullptr || args.grad_weights != nullptr || args.input.rows == 0,
+              "grad_weights is null but weights are given (the gradient of each row's weight, ", args.input.rows,
+              " floats)");
   MXQ_REQUIRE(args.weights != nullptr || args.grad_weights == nullptr,
               "grad_weights is given but weights are not (there is no weight to differentiate)");
-  QuantizeArgs q = computed_quantize(h, h.cols, args.grad_input, args.params, args.groups, args.tensor_amax,
-                                     args.out, args.backend, args.stream);
-  MXQ_TRY(api::validate_quantize_outputs(op, q, s));
-  MXQ_TRY(check_swiglu_overlap(op, q, s, h, &args.grad, args.weights, "grad_input", args.grad_input,
-                               args.grad_weights));
-  const QuantizeOutputs& o = args.out;
-  Backend b;
-  MXQ_TRY(api::resolve_backend(op, args.backend,
-                               {{"grad.data", args.grad.data},
-                                {"input.data", h.data},
-                                {"weights", args.weights},
-                                {"groups.groups.ends", args.groups.groups.ends},
-                                {"tensor_amax", args.tensor_amax},
-                                {"grad_input", args.grad_input},
-                                {"grad_weights", args.grad_weights},
-                                {"out.row_data", o.row_data},
-                                {"out.row_scales", o.row_scales},
-                                {"out.col_data", o.col_data},
-                                {"out.col_scales", o.col_scales},
-                                {"out.s_enc", o.s_enc},
-                                {"out.s_dec", o.s_dec},
-                                {"out.padded_starts", o.padded_starts},
-                                {"out.padded_ends", o.padded_ends},
-                                {"out.amax", o.amax}},
-                               &b));
-#ifdef MXQ_WITH_CUDA
-  if (b == Backend::cuda) {
-    if (args.grad_input == nullptr && h.rows * h.cols > 0)
-      return api::fail(Code::unsupported, op, "the cuda backend needs grad_input (an (M, 2F) buffer in the input's "
-                                              "dtype): it writes the gradient, then quantizes it");
-    MXQ_TRY(cuda::swiglu_backward(args, args.grad_input));
-    return cuda::quantize(q, s);
-  }
-#endif
-  std::vector<unsigned char> scratch;
-  if (q.input.data == nullptr) {
-    scratch.resize(static_cast<size_t>(h.rows * h.cols * dtype_size(h.dtype)));
-    q.input.data = scratch.data();
-  }
-  MXQ_TRY(cpu::swiglu_backward(args, const_cast<void*>(q.input.data)));
-  return cpu::quantize(q, s);
+  return run_swiglu(op, args, s);
 }
 
 }  // namespace mxq
