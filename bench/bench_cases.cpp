@@ -27,8 +27,13 @@ struct CaseSizes {
 
 CaseSizes cuda_sizes(bool quick) {
   if (quick)
-    return {{{1, 8192, 2048}, {1, 32768, 7168}}, {{4, 8192, 5120}}, {{1, 32768, 7168}},
-            {{1, 8192, 2048}}, {16384}, {2048, 7168}, {8}};
+    return {{{1, 8192, 2048}, {1, 32768, 7168}},
+            {{4, 8192, 5120}},
+            {{1, 32768, 7168}},
+            {{1, 8192, 2048}},
+            {16384},
+            {2048, 7168},
+            {8}};
   CaseSizes s;
   for (int64_t m : {8192, 32768, 131072})
     for (int64_t k : {2048, 7168}) s.dense.push_back({1, m, k});
@@ -44,8 +49,7 @@ CaseSizes cuda_sizes(bool quick) {
 // The cpu reference backend is orders of magnitude slower: small shapes of the same kinds.
 CaseSizes cpu_sizes(bool quick) {
   if (quick) return {{{1, 512, 1024}}, {{2, 256, 512}}, {{1, 512, 1024}}, {}, {1024}, {512}, {8}};
-  return {{{1, 1024, 2048}, {1, 4096, 2048}}, {{2, 1024, 512}}, {{1, 1024, 2048}}, {}, {4096},
-          {512, 2048}, {1, 8}};
+  return {{{1, 1024, 2048}, {1, 4096, 2048}}, {{2, 1024, 512}}, {{1, 1024, 2048}}, {}, {4096}, {512, 2048}, {1, 8}};
 }
 
 BenchCase at(BenchCase c, const BenchShape& s) {
@@ -179,8 +183,7 @@ void add_fp4(const CaseSizes& s, std::vector<BenchCase>& out) {
   }
   for (const BenchShape& shape : s.dequantize)  // mxfp4 with the floor rule: a shape or two
     out.push_back(at(quantize_case(Format::mxfp4, Direction::rowwise, ScaleRule::floor), shape));
-  const std::vector<BenchShape> experts(s.experts.end() - std::min<size_t>(2, s.experts.size()),
-                                        s.experts.end());
+  const std::vector<BenchShape> experts(s.experts.end() - std::min<size_t>(2, s.experts.size()), s.experts.end());
   for (const BenchShape& shape : experts)
     for (Format f : {Format::mxfp4, Format::nvfp4})
       for (Direction d : kDirections) out.push_back(at(quantize_case(f, d), shape));
@@ -209,9 +212,8 @@ bool allowed(const std::vector<T>& filter, T value) {
 // Everything that tells two cases apart, the shape optionally left out.
 std::string case_key(const BenchCase& c, bool with_shape) {
   std::ostringstream key;
-  key << op_name(c.op) << ' ' << to_string(c.format) << ' ' << to_string(c.direction) << ' '
-      << to_string(c.layout) << ' ' << to_string(c.dtype) << ' ' << detail_string(c) << ' '
-      << c.alignment;
+  key << op_name(c.op) << ' ' << to_string(c.format) << ' ' << to_string(c.direction) << ' ' << to_string(c.layout)
+      << ' ' << to_string(c.dtype) << ' ' << detail_string(c) << ' ' << c.alignment;
   if (with_shape) key << ' ' << shape_string(c);
   return key.str();
 }
@@ -291,9 +293,8 @@ bool op_has_format(Op op) { return op == Op::quantize || op == Op::dequantize; }
 std::string case_label(const BenchCase& c) {
   const bool f = op_has_format(c.op);
   std::ostringstream s;
-  s << op_name(c.op) << ' ' << shape_string(c) << ' ' << (f ? to_string(c.format) : to_string(c.dtype))
-    << ' ' << (f ? to_string(c.direction) : "-") << ' ' << (f ? to_string(c.layout) : "-")
-    << ' ' << detail_string(c);
+  s << op_name(c.op) << ' ' << shape_string(c) << ' ' << (f ? to_string(c.format) : to_string(c.dtype)) << ' '
+    << (f ? to_string(c.direction) : "-") << ' ' << (f ? to_string(c.layout) : "-") << ' ' << detail_string(c);
   return s.str();
 }
 
@@ -324,8 +325,7 @@ bool parse_shape(const std::string& text, BenchShape* shape) {
   std::istringstream in(text);
   std::string part;
   while (std::getline(in, part, 'x')) {
-    if (part.empty() || part.size() > 12 || part.find_first_not_of("0123456789") != std::string::npos)
-      return false;
+    if (part.empty() || part.size() > 12 || part.find_first_not_of("0123456789") != std::string::npos) return false;
     dims.push_back(std::stoll(part));
   }
   if (dims.size() < 2 || dims.size() > 3 || (!text.empty() && text.back() == 'x')) return false;

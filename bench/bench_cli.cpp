@@ -21,8 +21,7 @@ const std::map<std::string, Flush> kFlushes = {{"write", Flush::write}, {"read",
 const CLI::Validator kShapeText(
     [](std::string& text) {
       BenchShape shape;
-      return parse_shape(text, &shape) ? std::string()
-                                       : "expected MxK or ExMxK with positive sizes, got " + text;
+      return parse_shape(text, &shape) ? std::string() : "expected MxK or ExMxK with positive sizes, got " + text;
     },
     "MxK|ExMxK");
 
@@ -37,16 +36,13 @@ void add_bench_options(CLI::App& app, BenchCli& cli) {
   app.add_option("--dir", o.directions, "Directions (repeatable): rowwise, colwise, both")
       ->transform(options::name_choice(names_of<Direction>()));
   app.add_option("--groups", o.groups, "Token-group counts to keep (repeatable; 0 = ungrouped)");
-  app.add_option("--dtype", o.dtypes,
-                 "Input dtypes (repeatable; dequantize: its output): bf16 (default), fp16, fp32")
+  app.add_option("--dtype", o.dtypes, "Input dtypes (repeatable; dequantize: its output): bf16 (default), fp16, fp32")
       ->transform(options::name_choice(kDTypes));
-  app.add_option("--shape", cli.shapes,
-                 "Shapes MxK or ExMxK (repeatable): every selected case kind at each shape")
+  app.add_option("--shape", cli.shapes, "Shapes MxK or ExMxK (repeatable): every selected case kind at each shape")
       ->check(kShapeText);
   app.add_option("--backend", o.backend, "auto (cuda if a device is present), cpu or cuda")
       ->transform(options::name_choice(names_of<Backend>()));
-  app.add_option("--runs", o.runs, "Timed runs per case (default 50 on cuda, 5 on cpu)")
-      ->check(CLI::NonNegativeNumber);
+  app.add_option("--runs", o.runs, "Timed runs per case (default 50 on cuda, 5 on cpu)")->check(CLI::NonNegativeNumber);
   app.add_option("--warmup", o.warmup, "Warm-up runs per case (default 5 on cuda, 1 on cpu)")
       ->check(CLI::NonNegativeNumber);
   app.add_flag("--quick", o.quick, "A few shapes only");

@@ -25,14 +25,14 @@ struct BenchCase {
   Direction direction = Direction::rowwise;  // dequantize: the single direction it inverts
   ScaleLayout layout = ScaleLayout::blocked;
   ScaleRule rule = ScaleRule::rceil;
-  int32_t groups = 0;       // token groups G along rows (2-D only), jagged sizes; 0: none
+  int32_t groups = 0;          // token groups G along rows (2-D only), jagged sizes; 0: none
   int32_t group_multiple = 1;  // the jagged ends cut at multiples of this (the last one at the rows)
-  int32_t pad_rowwise = 0;  // quantize: fused padding of the rowwise data (QuantizeGroups)
-  int32_t pad_colwise = 0;  // quantize: padding of the colwise data (K-groups)
-  int32_t alignment = 0;    // pad / unpad
-  bool amax_given = false;  // nvfp4: the caller passes the tensor amax; false: mxq computes it
-  bool amax_out = false;    // pad / unpad / quantize: also the amax (PadArgs::amax, QuantizeOutputs::amax)
-  bool graph = false;       // time replays of a CUDA graph holding one op call
+  int32_t pad_rowwise = 0;     // quantize: fused padding of the rowwise data (QuantizeGroups)
+  int32_t pad_colwise = 0;     // quantize: padding of the colwise data (K-groups)
+  int32_t alignment = 0;       // pad / unpad
+  bool amax_given = false;     // nvfp4: the caller passes the tensor amax; false: mxq computes it
+  bool amax_out = false;       // pad / unpad / quantize: also the amax (PadArgs::amax, QuantizeOutputs::amax)
+  bool graph = false;          // time replays of a CUDA graph holding one op call
 };
 
 struct BenchShape {
@@ -54,11 +54,11 @@ struct BenchOptions {
   std::vector<Op> ops;               // filters; empty: all
   std::vector<Format> formats;
   std::vector<Direction> directions;
-  std::vector<int32_t> groups;       // token-group counts (0: ungrouped); empty: all
-  std::vector<DType> dtypes;         // every case once per dtype (dequantize: its output); empty: bf16
-  std::vector<BenchShape> shapes;    // replace the default shapes
-  bool graph_only = false;           // only the CUDA-graph rows
-  bool no_graph = false;             // no CUDA-graph rows
+  std::vector<int32_t> groups;     // token-group counts (0: ungrouped); empty: all
+  std::vector<DType> dtypes;       // every case once per dtype (dequantize: its output); empty: bf16
+  std::vector<BenchShape> shapes;  // replace the default shapes
+  bool graph_only = false;         // only the CUDA-graph rows
+  bool no_graph = false;           // no CUDA-graph rows
   Flush flush = Flush::write;
   std::string grouped_colwise = "auto";  // cuda: auto, or windows / tiles forced where either applies
 };
@@ -68,27 +68,27 @@ enum class RowStatus : int32_t { ok, unsupported, error };
 struct BenchResult {
   BenchCase c;
   RowStatus status = RowStatus::ok;
-  std::string message;          // why unsupported / the error
-  int64_t bytes_read = 0;       // input (and offsets, amax) read by the op
-  int64_t bytes_written = 0;    // every output buffer: data, scales, tensor scales, offsets
+  std::string message;        // why unsupported / the error
+  int64_t bytes_read = 0;     // input (and offsets, amax) read by the op
+  int64_t bytes_written = 0;  // every output buffer: data, scales, tensor scales, offsets
   int runs = 0;
-  double op_us = 0;             // median
+  double op_us = 0;  // median
   double op_min_us = 0;
-  double copy_us = 0;           // median of the same-run copy of bytes_read + bytes_written
-  double host_us = 0;           // median wall time of the call on the host (cuda: it returns once queued)
-  double op_gbps = 0;           // (bytes_read + bytes_written) / op_us
+  double copy_us = 0;  // median of the same-run copy of bytes_read + bytes_written
+  double host_us = 0;  // median wall time of the call on the host (cuda: it returns once queued)
+  double op_gbps = 0;  // (bytes_read + bytes_written) / op_us
   double copy_gbps = 0;
-  double ratio = 0;             // op_gbps / copy_gbps
+  double ratio = 0;  // op_gbps / copy_gbps
 };
 
 // What the numbers were measured on and how.
 struct BenchEnvironment {
   Backend backend = Backend::cpu;
-  std::string device;           // GPU name, or "CPU (N threads)"
-  std::string timer;            // "cuda events" or "wall clock"
-  std::string note;             // e.g. why the CPU backend is benchmarked
-  int64_t cache_bytes = 0;      // L2 (cuda) or last-level cache (cpu) as queried
-  int64_t flush_bytes = 0;      // bytes written (or read) between timed runs to evict it
+  std::string device;       // GPU name, or "CPU (N threads)"
+  std::string timer;        // "cuda events" or "wall clock"
+  std::string note;         // e.g. why the CPU backend is benchmarked
+  int64_t cache_bytes = 0;  // L2 (cuda) or last-level cache (cpu) as queried
+  int64_t flush_bytes = 0;  // bytes written (or read) between timed runs to evict it
   Flush flush = Flush::write;
   int runs = 0, warmup = 0;
   std::string mxq_version;
@@ -132,15 +132,14 @@ std::string shape_string(const BenchCase& c);  // "MxK" or "ExNxK"
 bool op_has_format(Op op);
 // "op shape format dir layout detail", "-" for what the op has not.
 std::string case_label(const BenchCase& c);
-std::string detail_string(const BenchCase& c); // rule, groups, padding, amax, graph
+std::string detail_string(const BenchCase& c);  // rule, groups, padding, amax, graph
 // Parses "MxK" or "ExMxK"; false on malformed input.
 bool parse_shape(const std::string& text, BenchShape* shape);
 
 // Text table, printed row by row as results arrive.
 void print_header(std::ostream& os, const BenchEnvironment& env);
 void print_row(std::ostream& os, const BenchResult& r);
-void print_table(std::ostream& os, const BenchEnvironment& env,
-                 const std::vector<BenchResult>& results);
+void print_table(std::ostream& os, const BenchEnvironment& env, const std::vector<BenchResult>& results);
 std::string to_json(const BenchEnvironment& env, const std::vector<BenchResult>& results);
 
 }  // namespace mxq::bench

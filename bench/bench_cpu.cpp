@@ -52,14 +52,12 @@ class CpuDevice final : public BenchDevice {
   void fill_normal(void* p, DType t, int64_t count, uint64_t seed) override {
     for (int64_t i = 0; i < count; ++i) store_random(p, t, seed, static_cast<uint64_t>(i));
   }
-  void upload(void* dst, const void* src, int64_t bytes) override {
-    std::memcpy(dst, src, static_cast<size_t>(bytes));
-  }
+  void upload(void* dst, const void* src, int64_t bytes) override { std::memcpy(dst, src, static_cast<size_t>(bytes)); }
   void synchronize() override {}
   void* stream() override { return nullptr; }
 
-  Status measure(const std::function<Status()>& op, int64_t traffic_bytes,
-                 const MeasureOptions& options, Timings* timings) override {
+  Status measure(const std::function<Status()>& op, int64_t traffic_bytes, const MeasureOptions& options,
+                 Timings* timings) override {
     if (options.graph) return Status::error(Code::unsupported, "CUDA graphs need the cuda backend");
     const int64_t copy_bytes = reference_copy_bytes(traffic_bytes);
     DeviceBuffer src(*this, copy_bytes), dst(*this, copy_bytes);

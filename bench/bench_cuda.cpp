@@ -64,8 +64,7 @@ class Graph {
     if (!st.ok()) return st;
     if (end != cudaSuccess) {
       cudaGetLastError();
-      return Status::error(Code::cuda_error,
-                           std::string("CUDA graph capture failed: ") + cudaGetErrorString(end));
+      return Status::error(Code::cuda_error, std::string("CUDA graph capture failed: ") + cudaGetErrorString(end));
     }
     check(cudaGraphInstantiate(&exec_, graph_, 0), "cudaGraphInstantiate");
     return Status();
@@ -101,8 +100,8 @@ class CudaDevice final : public BenchDevice {
   void describe(BenchEnvironment* env) const override {
     env->device = props_.name;
     env->device += " (sm_" + std::to_string(props_.major) + std::to_string(props_.minor) + ", " +
-                   std::to_string(props_.multiProcessorCount) + " SMs, " +
-                   std::to_string(props_.totalGlobalMem >> 30) + " GiB)";
+                   std::to_string(props_.multiProcessorCount) + " SMs, " + std::to_string(props_.totalGlobalMem >> 30) +
+                   " GiB)";
     env->timer = "cuda events";
     env->cache_bytes = props_.l2CacheSize;
     env->flush_bytes = flush_bytes_;
@@ -113,8 +112,7 @@ class CudaDevice final : public BenchDevice {
     const cudaError_t e = cudaMalloc(&p, static_cast<size_t>(bytes));
     if (e != cudaSuccess) {
       cudaGetLastError();  // an out-of-memory error is not sticky: clear it for the next case
-      throw std::runtime_error("cudaMalloc(" + std::to_string(bytes) + " bytes): " +
-                               cudaGetErrorString(e));
+      throw std::runtime_error("cudaMalloc(" + std::to_string(bytes) + " bytes): " + cudaGetErrorString(e));
     }
     return p;
   }
@@ -124,21 +122,20 @@ class CudaDevice final : public BenchDevice {
     check(static_cast<cudaError_t>(launch_fill_random(p, t, count, seed, stream_)), "fill kernel");
   }
   void upload(void* dst, const void* src, int64_t bytes) override {
-    check(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream_),
-          "cudaMemcpyAsync");
+    check(cudaMemcpyAsync(dst, src, static_cast<size_t>(bytes), cudaMemcpyHostToDevice, stream_), "cudaMemcpyAsync");
     synchronize();  // the host source may go away after this returns
   }
   void synchronize() override { check(cudaStreamSynchronize(stream_), "cudaStreamSynchronize"); }
   void* stream() override { return stream_; }
 
-  Status measure(const std::function<Status()>& op, int64_t traffic_bytes,
-                 const MeasureOptions& options, Timings* timings) override {
+  Status measure(const std::function<Status()>& op, int64_t traffic_bytes, const MeasureOptions& options,
+                 Timings* timings) override {
     const int64_t copy_bytes = reference_copy_bytes(traffic_bytes);
     DeviceBuffer src(*this, copy_bytes), dst(*this, copy_bytes);
     check(cudaMemsetAsync(src.get(), 1, static_cast<size_t>(copy_bytes), stream_), "cudaMemsetAsync");
     const auto copy = [&] {
-      const cudaError_t e = cudaMemcpyAsync(dst.get(), src.get(), static_cast<size_t>(copy_bytes),
-                                            cudaMemcpyDeviceToDevice, stream_);
+      const cudaError_t e =
+          cudaMemcpyAsync(dst.get(), src.get(), static_cast<size_t>(copy_bytes), cudaMemcpyDeviceToDevice, stream_);
       return e == cudaSuccess ? Status() : Status::error(Code::cuda_error, cudaGetErrorString(e));
     };
     // The reference stays a plain stream copy in graph mode: a memcpy node replayed from a graph

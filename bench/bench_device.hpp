@@ -52,8 +52,8 @@ class BenchDevice {
   // Warm-up, then `runs` times: flush the cache, time `op`; flush, time a copy of
   // reference_copy_bytes(traffic_bytes) (read, and the same written). Returns the first failing
   // status of `op` (nothing is timed then).
-  virtual Status measure(const std::function<Status()>& op, int64_t traffic_bytes,
-                         const MeasureOptions& options, Timings* timings) = 0;
+  virtual Status measure(const std::function<Status()>& op, int64_t traffic_bytes, const MeasureOptions& options,
+                         Timings* timings) = 0;
 };
 
 // Device memory released when it goes out of scope, so that each case frees its buffers.

@@ -11,9 +11,7 @@ constexpr uint64_t kInputSeed = 0x6D78715F62656E63ull;
 // A plausible delayed-scaling amax for standard normal inputs (their max over 1e9 values is ~6).
 constexpr float kGivenAmax = 8.0f;
 
-int64_t tensor_bytes(const BenchCase& c, DType t) {
-  return c.batch * c.rows * c.cols * dtype_size(t);
-}
+int64_t tensor_bytes(const BenchCase& c, DType t) { return c.batch * c.rows * c.cols * dtype_size(t); }
 
 DeviceBuffer random_buffer(BenchDevice& device, DType t, int64_t count) {
   DeviceBuffer buffer(device, count * dtype_size(t));
@@ -122,10 +120,9 @@ Status plan_dequantize(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
   Status st = dequantize_size(d, &out_elements);
   if (!st.ok()) return st;
   // Only what dequantize reads and writes counts, not the setup quantize's outputs.
-  plan->bytes_read = (rowwise ? sizes.row_data_bytes + sizes.row_scale_bytes
-                              : sizes.col_data_bytes + sizes.col_scale_bytes) +
-                     sizes.tensor_scale_count * int64_t{sizeof(float)} +
-                     c.groups * int64_t{sizeof(int32_t)};
+  plan->bytes_read =
+      (rowwise ? sizes.row_data_bytes + sizes.row_scale_bytes : sizes.col_data_bytes + sizes.col_scale_bytes) +
+      sizes.tensor_scale_count * int64_t{sizeof(float)} + c.groups * int64_t{sizeof(int32_t)};
   plan->bytes_written = 0;
   d.out = output(*plan, device, out_elements * dtype_size(c.dtype));
   plan->call = [d] { return dequantize(d); };
@@ -178,8 +175,7 @@ Status plan_unpad(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
 }
 
 Status plan_amax(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
-  const TensorView input =
-      view(c, keep(*plan, random_buffer(device, c.dtype, c.batch * c.rows * c.cols)), c.dtype);
+  const TensorView input = view(c, keep(*plan, random_buffer(device, c.dtype, c.batch * c.rows * c.cols)), c.dtype);
   plan->bytes_read += tensor_bytes(c, c.dtype);
   float* out = static_cast<float*>(output(*plan, device, c.batch * int64_t{sizeof(float)}));
   const Backend backend = device.backend();

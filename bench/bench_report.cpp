@@ -22,13 +22,12 @@ std::string fixed(double v, int decimals) {
 // Bandwidths: whole GB/s on GPUs, more digits for the slow cpu reference.
 std::string bandwidth(double v) { return fixed(v, v >= 100 ? 0 : v >= 1 ? 1 : 3); }
 
-std::string row_text(const char* op, const std::string& shape, const char* format, const char* dir,
-                     const char* layout, const std::string& detail, const std::string& us,
-                     const std::string& gbps, const std::string& copy, const std::string& ratio,
-                     const std::string& host) {
+std::string row_text(const char* op, const std::string& shape, const char* format, const char* dir, const char* layout,
+                     const std::string& detail, const std::string& us, const std::string& gbps, const std::string& copy,
+                     const std::string& ratio, const std::string& host) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, kRowFormat, op, shape.c_str(), format, dir, layout, detail.c_str(),
-                us.c_str(), gbps.c_str(), copy.c_str(), ratio.c_str(), host.c_str());
+  std::snprintf(buf, sizeof buf, kRowFormat, op, shape.c_str(), format, dir, layout, detail.c_str(), us.c_str(),
+                gbps.c_str(), copy.c_str(), ratio.c_str(), host.c_str());
   return buf;
 }
 
@@ -44,18 +43,16 @@ const char* status_name(RowStatus s) {
 }  // namespace
 
 void print_header(std::ostream& os, const BenchEnvironment& env) {
-  os << "mxq " << env.mxq_version << " bench: backend " << to_string(env.backend) << " on "
-     << env.device << "\n"
-     << "timer: " << env.timer << ", median of " << env.runs << " runs after " << env.warmup
-     << " warm-up; cache " << (env.cache_bytes >> 10) << " KiB flushed by "
-     << (env.flush == Flush::read ? "reading " : "writing ") << (env.flush_bytes >> 10) << " KiB before every timed run\n"
+  os << "mxq " << env.mxq_version << " bench: backend " << to_string(env.backend) << " on " << env.device << "\n"
+     << "timer: " << env.timer << ", median of " << env.runs << " runs after " << env.warmup << " warm-up; cache "
+     << (env.cache_bytes >> 10) << " KiB flushed by " << (env.flush == Flush::read ? "reading " : "writing ")
+     << (env.flush_bytes >> 10) << " KiB before every timed run\n"
      << "GB/s = (input read + all outputs written) / median time; copy = same-run device copy of "
         "the same bytes; ratio = GB/s / copy GB/s; host µs = median time of the call on the host "
         "(queued, not waited for)\n";
   if (!env.note.empty()) os << "NOTE: " << env.note << "\n";
   // "µs" is three bytes but two columns: one leading space keeps the column aligned.
-  os << row_text("op", "shape", "format", "dir", "layout", "detail", " µs", "GB/s", "copy GB/s",
-                 "ratio", " host µs")
+  os << row_text("op", "shape", "format", "dir", "layout", "detail", " µs", "GB/s", "copy GB/s", "ratio", " host µs")
      << "\n";
 }
 
@@ -65,19 +62,17 @@ void print_row(std::ostream& os, const BenchResult& r) {
   const char* dir = op_has_format(c.op) ? to_string(c.direction) : "-";
   const char* layout = op_has_format(c.op) ? to_string(c.layout) : "-";
   if (r.status != RowStatus::ok) {
-    os << row_text(op_name(c.op), shape_string(c), format, dir, layout, detail_string(c),
-                   status_name(r.status), "", "", "", "")
+    os << row_text(op_name(c.op), shape_string(c), format, dir, layout, detail_string(c), status_name(r.status), "", "",
+                   "", "")
        << "  " << r.message << "\n";
     return;
   }
-  os << row_text(op_name(c.op), shape_string(c), format, dir, layout, detail_string(c),
-                 fixed(r.op_us, 1), bandwidth(r.op_gbps), bandwidth(r.copy_gbps), fixed(r.ratio, 3),
-                 fixed(r.host_us, 1))
+  os << row_text(op_name(c.op), shape_string(c), format, dir, layout, detail_string(c), fixed(r.op_us, 1),
+                 bandwidth(r.op_gbps), bandwidth(r.copy_gbps), fixed(r.ratio, 3), fixed(r.host_us, 1))
      << "\n";
 }
 
-void print_table(std::ostream& os, const BenchEnvironment& env,
-                 const std::vector<BenchResult>& results) {
+void print_table(std::ostream& os, const BenchEnvironment& env, const std::vector<BenchResult>& results) {
   print_header(os, env);
   for (const BenchResult& r : results) print_row(os, r);
 }

@@ -23,14 +23,13 @@ double gbps(int64_t bytes, double us) { return us > 0 ? static_cast<double>(byte
 std::unique_ptr<BenchDevice> open_device(Backend backend, std::string* note) {
   if (backend == Backend::cuda) {
     auto device = make_cuda_device();
-    if (!device)
-      throw std::runtime_error(
-          "--backend cuda: no CUDA device (or mxq_bench was built without CUDA)");
+    if (!device) throw std::runtime_error("--backend cuda: no CUDA device (or mxq_bench was built without CUDA)");
     return device;
   }
   if (!cuda_device_present())
-    *note = "no CUDA device (or built without CUDA): timing the CPU reference backend (wall clock, small shapes); these "
-            "are not GPU numbers";
+    *note =
+        "no CUDA device (or built without CUDA): timing the CPU reference backend (wall clock, small shapes); these "
+        "are not GPU numbers";
   else
     *note = "--backend cpu: timing the CPU reference backend (wall clock, small shapes)";
   return make_cpu_device();
@@ -70,8 +69,8 @@ BenchResult BenchRunner::run_case(const BenchCase& c) {
       r.bytes_read = plan.bytes_read;
       r.bytes_written = plan.bytes_written;
       if (st.ok())
-        st = device_->measure(plan.call, r.bytes_read + r.bytes_written,
-                              {env_.runs, env_.warmup, c.graph, env_.flush}, &t);
+        st = device_->measure(plan.call, r.bytes_read + r.bytes_written, {env_.runs, env_.warmup, c.graph, env_.flush},
+                              &t);
       device_->synchronize();
     }
     if (!st.ok()) {

@@ -45,7 +45,7 @@ HostGate::~HostGate() { cudaFreeHost(const_cast<uint32_t*>(released_)); }
 
 int HostGate::close(void* stream) {
   wait_for_host<<<1, 1, 0, static_cast<cudaStream_t>(stream)>>>(device_flags_, ++ticket_, device_flags_ + 1,
-                                                                 timeout_ns_);
+                                                                timeout_ns_);
   return static_cast<int>(cudaGetLastError());
 }
 

@@ -30,9 +30,9 @@ class HostGate {
 
  private:
   uint64_t timeout_ns_;
-  uint32_t ticket_ = 0;                  // of the last close()
-  volatile uint32_t* released_ = nullptr;  // mapped host memory: the last ticket opened
-  volatile uint32_t* expired_ = nullptr;   // mapped host memory: waits that timed out
+  uint32_t ticket_ = 0;                        // of the last close()
+  volatile uint32_t* released_ = nullptr;      // mapped host memory: the last ticket opened
+  volatile uint32_t* expired_ = nullptr;       // mapped host memory: waits that timed out
   volatile uint32_t* device_flags_ = nullptr;  // the device's address of {released, expired}
 };
 

@@ -11,8 +11,7 @@
 int main() {
   const int64_t M = 256, K = 1024;
   std::vector<uint16_t> x(M * K);  // bf16 bits
-  for (int64_t i = 0; i < M * K; ++i)
-    x[i] = mxq::num::float_to_bf16_rne(std::sin(0.01f * static_cast<float>(i)));
+  for (int64_t i = 0; i < M * K; ++i) x[i] = mxq::num::float_to_bf16_rne(std::sin(0.01f * static_cast<float>(i)));
 
   mxq::QuantizeArgs q;
   q.input = {x.data(), mxq::DType::bf16, /*batch=*/1, M, K};

@@ -9,13 +9,13 @@
 namespace mxq {
 
 struct PadArgs {
-  TensorView input;            // 2-D (M, width), any dtype; row stride allowed
+  TensorView input;  // 2-D (M, width), any dtype; row stride allowed
   TokenGroups groups;
-  int32_t alignment = 32;      // power of two
-  void* out = nullptr;         // (padded_rows_bound(M, G, A), width) contiguous, same dtype
+  int32_t alignment = 32;            // power of two
+  void* out = nullptr;               // (padded_rows_bound(M, G, A), width) contiguous, same dtype
   int32_t* padded_starts = nullptr;  // [G], required
   int32_t* padded_ends = nullptr;    // [G], required: padded_starts + A*ceil(size/A)
-  float* amax = nullptr;  // optional [1]: max |x| of out in fp32 (NaN wins), found while copying
+  float* amax = nullptr;             // optional [1]: max |x| of out in fp32 (NaN wins), found while copying
   Backend backend = Backend::auto_;
   void* stream = nullptr;
 };
@@ -29,12 +29,12 @@ Status pad_rows(const PadArgs& args, int64_t* rows);
 Status pad(const PadArgs& args);
 
 struct UnpadArgs {
-  TensorView input;            // the padded tensor: rows = padded_rows_bound(M, G, A)
-  TokenGroups groups;          // the original (unpadded) end offsets
+  TensorView input;    // the padded tensor: rows = padded_rows_bound(M, G, A)
+  TokenGroups groups;  // the original (unpadded) end offsets
   int32_t alignment = 32;
-  int64_t rows = 0;            // M, the rows of the output
-  void* out = nullptr;         // (M, width) contiguous; rows past the last end come out as 0
-  float* amax = nullptr;       // optional [1]: max |x| of out in fp32 (NaN wins), found while copying
+  int64_t rows = 0;       // M, the rows of the output
+  void* out = nullptr;    // (M, width) contiguous; rows past the last end come out as 0
+  float* amax = nullptr;  // optional [1]: max |x| of out in fp32 (NaN wins), found while copying
   Backend backend = Backend::auto_;
   void* stream = nullptr;
 };

@@ -64,7 +64,7 @@ extern "C" {
 /* mxq::TensorView. Fields: data, batch, rows, cols, row_stride, batch_stride, dtype. */
 struct mxq_tensor_view {
   const void* data;
-  int64_t batch;        /* 1 for 2-D */
+  int64_t batch; /* 1 for 2-D */
   int64_t rows;
   int64_t cols;         /* contiguous dimension */
   int64_t row_stride;   /* elements; 0 means cols */
@@ -95,8 +95,8 @@ struct mxq_quantize_args {
   uint8_t* row_scales;
   void* col_data;
   uint8_t* col_scales;
-  float* s_enc;         /* nvfp4: [batch] */
-  float* s_dec;         /* nvfp4: [batch] */
+  float* s_enc;           /* nvfp4: [batch] */
+  float* s_dec;           /* nvfp4: [batch] */
   int32_t* padded_starts; /* optional with padding: [G] */
   int32_t* padded_ends;
   int32_t backend; /* MXQ_BACKEND_* */
@@ -206,9 +206,9 @@ struct mxq_swiglu_backward_args {
   struct mxq_quantize_args quantize;
   struct mxq_tensor_view grad;
   struct mxq_swiglu_params swiglu;
-  const float* weights;  /* optional [M] */
-  void* grad_input;      /* optional (M, 2F) in h's dtype; required by the cuda backend */
-  float* grad_weights;   /* [M], with weights */
+  const float* weights; /* optional [M] */
+  void* grad_input;     /* optional (M, 2F) in h's dtype; required by the cuda backend */
+  float* grad_weights;  /* [M], with weights */
 };
 
 int32_t mxq_quantize(const struct mxq_quantize_args* args);
@@ -228,8 +228,7 @@ int32_t mxq_swiglu_backward_quantize(const struct mxq_swiglu_backward_args* args
 int32_t mxq_swiglu_backward_quantize_sizes(const struct mxq_swiglu_backward_args* args,
                                            struct mxq_quantize_sizes* sizes);
 /* Synchronises (the only call that does); MXQ_ERR_INVALID_OFFSETS names the first bad index. */
-int32_t mxq_validate_group_ends(const struct mxq_token_groups* groups, int64_t M, int32_t backend,
-                                void* stream);
+int32_t mxq_validate_group_ends(const struct mxq_token_groups* groups, int64_t M, int32_t backend, void* stream);
 
 const char* mxq_version_string(void);
 /* MXQ_ABI_VERSION of the library's build. */

@@ -26,13 +26,32 @@ bool parse(std::string_view s, Backend* out);
 
 // Every value of an enumeration, in declaration order (for option lists and sweeps). Backend leaves
 // out cuda_unchecked: it is a promise about pointers that only a program can make.
-template <class E> struct AllValues;
-template <> struct AllValues<DType> { static constexpr DType v[] = {DType::bf16, DType::fp16, DType::fp32, DType::u8}; };
-template <> struct AllValues<Format> { static constexpr Format v[] = {Format::mxfp8, Format::mxfp8_e5m2, Format::mxfp4, Format::nvfp4}; };
-template <> struct AllValues<ScaleRule> { static constexpr ScaleRule v[] = {ScaleRule::rceil, ScaleRule::floor}; };
-template <> struct AllValues<ScaleLayout> { static constexpr ScaleLayout v[] = {ScaleLayout::linear, ScaleLayout::blocked}; };
-template <> struct AllValues<Direction> { static constexpr Direction v[] = {Direction::rowwise, Direction::colwise, Direction::both}; };
-template <> struct AllValues<Backend> { static constexpr Backend v[] = {Backend::auto_, Backend::cpu, Backend::cuda}; };
+template <class E>
+struct AllValues;
+template <>
+struct AllValues<DType> {
+  static constexpr DType v[] = {DType::bf16, DType::fp16, DType::fp32, DType::u8};
+};
+template <>
+struct AllValues<Format> {
+  static constexpr Format v[] = {Format::mxfp8, Format::mxfp8_e5m2, Format::mxfp4, Format::nvfp4};
+};
+template <>
+struct AllValues<ScaleRule> {
+  static constexpr ScaleRule v[] = {ScaleRule::rceil, ScaleRule::floor};
+};
+template <>
+struct AllValues<ScaleLayout> {
+  static constexpr ScaleLayout v[] = {ScaleLayout::linear, ScaleLayout::blocked};
+};
+template <>
+struct AllValues<Direction> {
+  static constexpr Direction v[] = {Direction::rowwise, Direction::colwise, Direction::both};
+};
+template <>
+struct AllValues<Backend> {
+  static constexpr Backend v[] = {Backend::auto_, Backend::cpu, Backend::cuda};
+};
 
 // Spelling -> value for every value of E (e.g. for command-line option checks).
 template <class E>

@@ -12,7 +12,7 @@ namespace mxq {
 
 struct QuantizeParams {
   Format format = Format::mxfp8;
-  ScaleRule rule = ScaleRule::rceil;          // MX formats only
+  ScaleRule rule = ScaleRule::rceil;  // MX formats only
   ScaleLayout layout = ScaleLayout::blocked;
   Direction direction = Direction::rowwise;
 };
@@ -31,12 +31,12 @@ struct QuantizeGroups {
 };
 
 struct QuantizeOutputs {
-  void* row_data = nullptr;       // rowwise: (batch, rows', K) codes; fp4 (batch, rows', K/2)
-  uint8_t* row_scales = nullptr;  // rowwise scales, layout per QuantizeParams::layout
-  void* col_data = nullptr;       // colwise: (batch, K, rows') codes; fp4 (batch, K, rows'/2)
-  uint8_t* col_scales = nullptr;  // colwise scales
-  float* s_enc = nullptr;         // nvfp4 only, [batch]: encode scale 448*6/T
-  float* s_dec = nullptr;         // nvfp4 only, [batch]: decode scale 1/s_enc
+  void* row_data = nullptr;          // rowwise: (batch, rows', K) codes; fp4 (batch, rows', K/2)
+  uint8_t* row_scales = nullptr;     // rowwise scales, layout per QuantizeParams::layout
+  void* col_data = nullptr;          // colwise: (batch, K, rows') codes; fp4 (batch, K, rows'/2)
+  uint8_t* col_scales = nullptr;     // colwise scales
+  float* s_enc = nullptr;            // nvfp4 only, [batch]: encode scale 448*6/T
+  float* s_dec = nullptr;            // nvfp4 only, [batch]: decode scale 1/s_enc
   int32_t* padded_starts = nullptr;  // optional with padding, [G]
   int32_t* padded_ends = nullptr;    // optional with padding, [G]
   // Optional, [batch]: max |x| of each batch of the input in fp32 (NaN wins), exactly as
@@ -62,8 +62,8 @@ struct QuantizeArgs {
 
 // Exact byte sizes (upper bounds for grouped outputs) of every output for these arguments.
 struct QuantizeSizes {
-  int64_t row_data_rows = 0;   // rows of the rowwise data per batch (padded bound with pad_rowwise)
-  int64_t col_data_cols = 0;   // columns (M) of the colwise data per batch (bound with pad_colwise)
+  int64_t row_data_rows = 0;  // rows of the rowwise data per batch (padded bound with pad_rowwise)
+  int64_t col_data_cols = 0;  // columns (M) of the colwise data per batch (bound with pad_colwise)
   int64_t row_data_bytes = 0;
   int64_t row_scale_bytes = 0;
   int64_t col_data_bytes = 0;
@@ -79,7 +79,6 @@ Status quantize_sizes(const QuantizeArgs& args, QuantizeSizes* sizes);
 Status quantize(const QuantizeArgs& args);
 
 // NVFP4 tensor amax: max |x| over each batch of the input in fp32 into out[batch] (NaN wins).
-Status tensor_amax(const TensorView& input, float* out, Backend backend = Backend::auto_,
-                   void* stream = nullptr);
+Status tensor_amax(const TensorView& input, float* out, Backend backend = Backend::auto_, void* stream = nullptr);
 
 }  // namespace mxq

@@ -30,13 +30,13 @@ struct SwigluParams {
 };
 
 struct SwigluArgs {
-  TensorView input;                // h: 2-D (M, 2F), bf16 / fp16 / fp32, row stride allowed
+  TensorView input;  // h: 2-D (M, 2F), bf16 / fp16 / fp32, row stride allowed
   SwigluParams swiglu;
   const float* weights = nullptr;  // optional [M]: a row's activation is multiplied by its weight
   QuantizeParams params;           // how a is quantized, as in QuantizeArgs
   QuantizeGroups groups;
   const float* tensor_amax = nullptr;  // nvfp4: optional amax of a, as QuantizeArgs::tensor_amax
-  QuantizeOutputs out;             // the outputs of quantizing a (M, F)
+  QuantizeOutputs out;                 // the outputs of quantizing a (M, F)
   // Optional (M, F) contiguous in h's dtype: a itself. The cuda backend requires it for now (its
   // kernels write a, then quantize it).
   void* activation = nullptr;
@@ -49,17 +49,17 @@ Status swiglu_quantize_sizes(const SwigluArgs& args, QuantizeSizes* sizes);
 Status swiglu_quantize(const SwigluArgs& args);
 
 struct SwigluBackwardArgs {
-  TensorView grad;                 // dA: 2-D (M, F), bf16 / fp16 / fp32
-  TensorView input;                // h: 2-D (M, 2F), as in the forward
+  TensorView grad;   // dA: 2-D (M, F), bf16 / fp16 / fp32
+  TensorView input;  // h: 2-D (M, 2F), as in the forward
   SwigluParams swiglu;
   const float* weights = nullptr;  // optional [M], as in the forward
   QuantizeParams params;           // how dh (M, 2F) is quantized
   QuantizeGroups groups;
   const float* tensor_amax = nullptr;
-  QuantizeOutputs out;             // the outputs of quantizing dh (M, 2F)
+  QuantizeOutputs out;  // the outputs of quantizing dh (M, 2F)
   // Optional (M, 2F) contiguous in h's dtype: dh itself. Required by the cuda backend for now.
   void* grad_input = nullptr;
-  float* grad_weights = nullptr;   // [M], required with weights: sum over f of dA * swiglu (fp32)
+  float* grad_weights = nullptr;  // [M], required with weights: sum over f of dA * swiglu (fp32)
   Backend backend = Backend::auto_;
   void* stream = nullptr;
 };

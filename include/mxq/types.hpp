@@ -30,8 +30,6 @@ enum class Backend : int32_t { auto_ = 0, cpu = 1, cuda = 2, cuda_unchecked = 3 
 constexpr bool has_rowwise(Direction d) { return (static_cast<int32_t>(d) & 1) != 0; }
 constexpr bool has_colwise(Direction d) { return (static_cast<int32_t>(d) & 2) != 0; }
 
-constexpr int64_t dtype_size(DType t) {
-  return t == DType::fp32 ? 4 : t == DType::u8 ? 1 : 2;
-}
+constexpr int64_t dtype_size(DType t) { return t == DType::fp32 ? 4 : t == DType::u8 ? 1 : 2; }
 
 }  // namespace mxq

@@ -29,8 +29,8 @@ struct QuantizeShapes {
   std::array<std::optional<Shape>, 8> outputs;
 };
 
-inline QuantizeShapes quantize_shapes(const QuantizeParams& p, bool batched, int64_t B, int64_t M, int64_t K,
-                                      int64_t G, int64_t pad_rowwise, int64_t pad_colwise) {
+inline QuantizeShapes quantize_shapes(const QuantizeParams& p, bool batched, int64_t B, int64_t M, int64_t K, int64_t G,
+                                      int64_t pad_rowwise, int64_t pad_colwise) {
   const int64_t block = p.format == Format::nvfp4 ? 16 : 32;
   const int64_t bits = p.format == Format::mxfp4 || p.format == Format::nvfp4 ? 4 : 8;
   const bool blocked = p.layout == ScaleLayout::blocked;

@@ -41,12 +41,9 @@ void check(const mxq::Status& s) {
   if (s.ok()) return;
   switch (s.code()) {
     case mxq::Code::invalid_argument:
-    case mxq::Code::invalid_offsets:
-      TORCH_CHECK_VALUE(false, s.message());
-    case mxq::Code::unsupported:
-      TORCH_CHECK_NOT_IMPLEMENTED(false, s.message());
-    default:
-      TORCH_CHECK(false, s.message());
+    case mxq::Code::invalid_offsets: TORCH_CHECK_VALUE(false, s.message());
+    case mxq::Code::unsupported: TORCH_CHECK_NOT_IMPLEMENTED(false, s.message());
+    default: TORCH_CHECK(false, s.message());
   }
 }
 
@@ -142,8 +139,8 @@ struct Input {
 };
 
 Input input_view(const char* op, const Tensor& given) {
-  TORCH_CHECK_VALUE(given.dim() == 2 || given.dim() == 3, op, ": expected a 2-D (M, K) or 3-D (B, M, K) tensor (got shape ",
-                    given.sizes(), ")");
+  TORCH_CHECK_VALUE(given.dim() == 2 || given.dim() == 3, op,
+                    ": expected a 2-D (M, K) or 3-D (B, M, K) tensor (got shape ", given.sizes(), ")");
   const std::optional<mxq::DType> dtype = dtype_of(given.scalar_type());
   TORCH_CHECK_VALUE(dtype.has_value(), op, ": unsupported tensor dtype ", given.scalar_type(),
                     " (bfloat16, float16, float32, or a one-byte dtype for pad/unpad)");
@@ -213,7 +210,8 @@ void expect_numel(const char* op, const char* what, const Shape& shape, int64_t 
 
 void expect_bytes(const char* op, const char* what, const Tensor& t, const Shape& shape) {
   TORCH_CHECK_VALUE(t.nbytes() == static_cast<size_t>(shape_numel(shape)), op, ": ", what, " has ", t.nbytes(),
-                    " bytes but this quantize layout has ", shape_numel(shape), " (shape ", c10::IntArrayRef(shape), ")");
+                    " bytes but this quantize layout has ", shape_numel(shape), " (shape ", c10::IntArrayRef(shape),
+                    ")");
 }
 
 at::ScalarType data_dtype(mxq::Format f) {
@@ -224,9 +222,7 @@ at::ScalarType data_dtype(mxq::Format f) {
   }
 }
 
-at::ScalarType scale_dtype(mxq::Format f) {
-  return f == mxq::Format::nvfp4 ? at::kFloat8_e4m3fn : at::kFloat8_e8m0fnu;
-}
+at::ScalarType scale_dtype(mxq::Format f) { return f == mxq::Format::nvfp4 ? at::kFloat8_e4m3fn : at::kFloat8_e8m0fnu; }
 
 mxq::QuantizeParams parse_params(const char* op, c10::string_view format, c10::string_view direction,
                                  c10::string_view scale_rule, c10::string_view scale_layout) {
@@ -242,11 +238,11 @@ mxq::QuantizeParams parse_params(const char* op, c10::string_view format, c10::s
 // `outs` in the order row_data, row_scales, col_data, col_scales, s_enc, s_dec, padded_starts,
 // padded_ends (those the call does not produce are left out, so that none is allocated) and
 // returns them as the library's outputs.
-mxq::QuantizeOutputs quantize_outputs(const char* op, const mxq::QuantizeParams& params, const mxq::QuantizeSizes& sizes,
-                                      const mxq::torch_shapes::QuantizeShapes& s, const Tensor& like,
-                                      std::vector<Tensor>& outs) {
-  const std::array<int64_t, 8> counts = {sizes.row_data_bytes, sizes.row_scale_bytes, sizes.col_data_bytes,
-                                         sizes.col_scale_bytes, sizes.tensor_scale_count, sizes.tensor_scale_count,
+mxq::QuantizeOutputs quantize_outputs(const char* op, const mxq::QuantizeParams& params,
+                                      const mxq::QuantizeSizes& sizes, const mxq::torch_shapes::QuantizeShapes& s,
+                                      const Tensor& like, std::vector<Tensor>& outs) {
+  const std::array<int64_t, 8> counts = {sizes.row_data_bytes,      sizes.row_scale_bytes,    sizes.col_data_bytes,
+                                         sizes.col_scale_bytes,     sizes.tensor_scale_count, sizes.tensor_scale_count,
                                          sizes.padded_offset_count, sizes.padded_offset_count};
   const at::ScalarType d = data_dtype(params.format), sc = scale_dtype(params.format);
   const std::array<at::ScalarType, 8> dtypes = {d, sc, d, sc, at::kFloat, at::kFloat, at::kInt, at::kInt};
@@ -257,9 +253,15 @@ mxq::QuantizeOutputs quantize_outputs(const char* op, const mxq::QuantizeParams&
     outs.push_back(new_output(*s.outputs[i], dtypes[i], like));
     ptrs[i] = outs.back().data_ptr();
   }
-  return {ptrs[0], static_cast<uint8_t*>(ptrs[1]), ptrs[2], static_cast<uint8_t*>(ptrs[3]),
-          static_cast<float*>(ptrs[4]), static_cast<float*>(ptrs[5]), static_cast<int32_t*>(ptrs[6]),
-          static_cast<int32_t*>(ptrs[7]), nullptr};
+  return {ptrs[0],
+          static_cast<uint8_t*>(ptrs[1]),
+          ptrs[2],
+          static_cast<uint8_t*>(ptrs[3]),
+          static_cast<float*>(ptrs[4]),
+          static_cast<float*>(ptrs[5]),
+          static_cast<int32_t*>(ptrs[6]),
+          static_cast<int32_t*>(ptrs[7]),
+          nullptr};
 }
 
 // The outputs this call produces, in the order of quantize_outputs, then amax with with_amax.
@@ -362,8 +364,9 @@ std::vector<Tensor> swiglu_quantize(const Tensor& h, c10::string_view format, c1
   const Input in = input_view(op, h);
   Exec exec(op, in.x);
   Tensor act, w;
-  std::vector<Tensor> outs = swiglu_common(op, a, in, exec, in.view.cols / 2, format, direction, scale_rule, scale_layout,
-                                           group_ends, pad_rowwise, pad_colwise, tensor_amax, weights, &act, &w);
+  std::vector<Tensor> outs =
+      swiglu_common(op, a, in, exec, in.view.cols / 2, format, direction, scale_rule, scale_layout, group_ends,
+                    pad_rowwise, pad_colwise, tensor_amax, weights, &act, &w);
   a.activation = act.data_ptr();
   check(mxq::swiglu_quantize(a));
   outs.push_back(act);
@@ -415,8 +418,8 @@ Tensor dequantize(const Tensor& data, const Tensor& scales, const OptTensor& s_d
   TORCH_CHECK_VALUE(a.params.direction != mxq::Direction::both, op,
                     ": direction must be 'rowwise' or 'colwise' for dequantize (got 'both')");
   const std::optional<mxq::DType> out_code = out_dtype_of(out_dtype);
-  TORCH_CHECK_VALUE(out_code.has_value(), op, ": out_dtype must be torch.float32, torch.float16 or torch.bfloat16 (got ",
-                    out_dtype, ")");
+  TORCH_CHECK_VALUE(out_code.has_value(), op,
+                    ": out_dtype must be torch.float32, torch.float16 or torch.bfloat16 (got ", out_dtype, ")");
   TORCH_CHECK_VALUE(shape.size() == 2 || shape.size() == 3, op, ": shape must be (M, K) or (B, M, K) (got ", shape,
                     ")");
   const bool batched = shape.size() == 3;
@@ -433,8 +436,8 @@ Tensor dequantize(const Tensor& data, const Tensor& scales, const OptTensor& s_d
   a.groups.pad_colwise = as_int32(op, "pad_colwise", pad_colwise);
   // The data and scale sizes are the one thing the library cannot check: they must be exactly what
   // quantize wrote for these arguments.
-  const mxq::torch_shapes::QuantizeShapes q = mxq::torch_shapes::quantize_shapes(a.params, batched, a.batch, a.rows, a.cols, G,
-                                                                 a.groups.pad_rowwise, a.groups.pad_colwise);
+  const mxq::torch_shapes::QuantizeShapes q = mxq::torch_shapes::quantize_shapes(
+      a.params, batched, a.batch, a.rows, a.cols, G, a.groups.pad_rowwise, a.groups.pad_colwise);
   const size_t i = a.params.direction == mxq::Direction::rowwise ? 0 : 2;
   if (q.outputs[i]) expect_bytes(op, "data", d, *q.outputs[i]);
   if (q.outputs[i + 1]) expect_bytes(op, "scales", sc, *q.outputs[i + 1]);
@@ -447,7 +450,7 @@ Tensor dequantize(const Tensor& data, const Tensor& scales, const OptTensor& s_d
   int64_t elements = 0;
   check(mxq::dequantize_size(a, &elements));
   const Shape out_shape = mxq::torch_shapes::dequantize_shape(a.params.direction, batched, a.batch, a.rows, a.cols, G,
-                                                      a.groups.pad_rowwise, a.groups.pad_colwise);
+                                                              a.groups.pad_rowwise, a.groups.pad_colwise);
   expect_numel(op, "output", out_shape, elements);
   Tensor out = new_output(out_shape, out_dtype, data);
   a.out = out.data_ptr();
@@ -558,8 +561,8 @@ Tensor unswizzle(const Tensor& blocked, c10::SymIntArrayRef shape, const OptTens
   swizzle_dims(op, dims, &a);
   Exec exec(op, blocked);
   const Tensor in = blocked.contiguous();
-  TORCH_CHECK_VALUE(in.element_size() == 1, op, ": blocked scales must have a one-byte dtype (got ",
-                    in.scalar_type(), ")");
+  TORCH_CHECK_VALUE(in.element_size() == 1, op, ": blocked scales must have a one-byte dtype (got ", in.scalar_type(),
+                    ")");
   const auto [ends, G] = group_ends_arg(op, group_ends, in);
   a.groups = {ends_ptr(ends), G};
   a.backend = exec.backend;
@@ -597,15 +600,15 @@ TORCH_LIBRARY(mxq, m) {
   m.def("unswizzle(Tensor blocked, SymInt[] shape, Tensor? group_ends, str group_axis) -> Tensor");
 }
 
-#define MXQ_TORCH_IMPLS(m)              \
-  m.impl("quantize", &quantize);        \
-  m.impl("dequantize", &dequantize);    \
-  m.impl("tensor_amax", &tensor_amax);  \
-  m.impl("swiglu_quantize", &swiglu_quantize); \
+#define MXQ_TORCH_IMPLS(m)                                       \
+  m.impl("quantize", &quantize);                                 \
+  m.impl("dequantize", &dequantize);                             \
+  m.impl("tensor_amax", &tensor_amax);                           \
+  m.impl("swiglu_quantize", &swiglu_quantize);                   \
   m.impl("swiglu_backward_quantize", &swiglu_backward_quantize); \
-  m.impl("pad", &pad);                  \
-  m.impl("unpad", &unpad);              \
-  m.impl("swizzle", &swizzle);          \
+  m.impl("pad", &pad);                                           \
+  m.impl("unpad", &unpad);                                       \
+  m.impl("swizzle", &swizzle);                                   \
   m.impl("unswizzle", &unswizzle)
 
 TORCH_LIBRARY_IMPL(mxq, CPU, m) { MXQ_TORCH_IMPLS(m); }
@@ -615,7 +618,14 @@ TORCH_LIBRARY_IMPL(mxq, CUDA, m) { MXQ_TORCH_IMPLS(m); }
 
 // Importing mxq._torch_ops registers the operators above; the module itself is empty.
 PyMODINIT_FUNC PyInit__torch_ops(void) {
-  static PyModuleDef module = {PyModuleDef_HEAD_INIT, "_torch_ops", "mxq's native torch operators", -1, nullptr,
-                               nullptr, nullptr, nullptr, nullptr};
+  static PyModuleDef module = {PyModuleDef_HEAD_INIT,
+                               "_torch_ops",
+                               "mxq's native torch operators",
+                               -1,
+                               nullptr,
+                               nullptr,
+                               nullptr,
+                               nullptr,
+                               nullptr};
   return PyModule_Create(&module);
 }

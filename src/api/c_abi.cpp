@@ -62,7 +62,7 @@ QuantizeArgs to_cpp(const mxq_quantize_args& a) {
   q.params = params(a.format, a.rule, a.layout, a.direction);
   q.groups = quantize_groups(a.groups, a.pad_rowwise, a.pad_colwise);
   q.tensor_amax = a.tensor_amax;
-  q.out = {a.row_data, a.row_scales, a.col_data,      a.col_scales, a.s_enc,
+  q.out = {a.row_data, a.row_scales,    a.col_data,    a.col_scales, a.s_enc,
            a.s_dec,    a.padded_starts, a.padded_ends, a.amax};
   q.backend = static_cast<Backend>(a.backend);
   q.stream = a.stream;

@@ -19,14 +19,14 @@ Status fail(Code code, const char* op, const Parts&... parts) {
   return Status::error(code, s.str());
 }
 
-#define MXQ_REQUIRE(cond, ...)                                                        \
-  do {                                                                                \
+#define MXQ_REQUIRE(cond, ...)                                                            \
+  do {                                                                                    \
     if (!(cond)) return ::mxq::api::fail(::mxq::Code::invalid_argument, op, __VA_ARGS__); \
   } while (0)
 
-#define MXQ_TRY(expr)                   \
-  do {                                  \
-    ::mxq::Status mxq_try_s_ = (expr);  \
+#define MXQ_TRY(expr)                        \
+  do {                                       \
+    ::mxq::Status mxq_try_s_ = (expr);       \
     if (!mxq_try_s_.ok()) return mxq_try_s_; \
   } while (0)
 
@@ -81,7 +81,6 @@ struct NamedPointer {
   const char* name;
   const void* ptr;
 };
-Status resolve_backend(const char* op, Backend requested, std::initializer_list<NamedPointer> ptrs,
-                       Backend* resolved);
+Status resolve_backend(const char* op, Backend requested, std::initializer_list<NamedPointer> ptrs, Backend* resolved);
 
 }  // namespace mxq::api

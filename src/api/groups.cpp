@@ -15,8 +15,7 @@ Status check_payload(const char* op, const TensorView& input) {
 }
 
 // Rows of pad's output for M input rows, capped so that the output's byte count fits.
-Status padded_output_rows(const char* op, int64_t M, const TokenGroups& g, int32_t A, int64_t cols,
-                          int64_t* rows) {
+Status padded_output_rows(const char* op, int64_t M, const TokenGroups& g, int32_t A, int64_t cols, int64_t* rows) {
   MXQ_TRY(api::check_alignment(op, "alignment", A));
   MXQ_TRY(api::padded_rows(op, M, g.count, A, rows));
   MXQ_REQUIRE(__int128(*rows) * cols <= api::kMaxElements, "padded rows (", *rows, ") x cols (", cols,
@@ -85,8 +84,9 @@ Status unpad(const UnpadArgs& args) {
   MXQ_TRY(api::check_dim(op, "rows", args.rows));
   int64_t p = 0;
   MXQ_TRY(padded_output_rows(op, args.rows, args.groups, args.alignment, args.input.cols, &p));
-  MXQ_REQUIRE(args.input.rows >= p, "input.rows (", args.input.rows, ") must be >= the padded rows round_up(rows + G*A, A) = ",
-              p, " (rows ", args.rows, ", G ", args.groups.count, ", A ", args.alignment, ")");
+  MXQ_REQUIRE(args.input.rows >= p, "input.rows (", args.input.rows,
+              ") must be >= the padded rows round_up(rows + G*A, A) = ", p, " (rows ", args.rows, ", G ",
+              args.groups.count, ", A ", args.alignment, ")");
   MXQ_TRY(api::check_backend(op, args.backend));
   const int64_t out_bytes = args.rows * args.input.cols * dtype_size(args.input.dtype);
   MXQ_TRY(api::check_present(op, "out", args.out, out_bytes));
@@ -96,12 +96,10 @@ Status unpad(const UnpadArgs& args) {
                                  {"groups.ends", args.groups.ends, uint64_t(args.groups.count) * sizeof(int32_t)}},
                                 {{"out", args.out, uint64_t(out_bytes)}, {"amax", args.amax, sizeof(float)}}));
   Backend b;
-  MXQ_TRY(api::resolve_backend(op, args.backend,
-                               {{"input.data", args.input.data},
-                                {"groups.ends", args.groups.ends},
-                                {"out", args.out},
-                                {"amax", args.amax}},
-                               &b));
+  MXQ_TRY(api::resolve_backend(
+      op, args.backend,
+      {{"input.data", args.input.data}, {"groups.ends", args.groups.ends}, {"out", args.out}, {"amax", args.amax}},
+      &b));
 #ifdef MXQ_WITH_CUDA
   if (b == Backend::cuda) return cuda::unpad(args);
 #endif

@@ -10,15 +10,18 @@ struct Named {
   const char* name;
 };
 
-constexpr Named<DType> kDTypes[] = {{DType::bf16, "bf16"}, {DType::fp16, "fp16"}, {DType::fp32, "fp32"}, {DType::u8, "u8"}};
-constexpr Named<Format> kFormats[] = {{Format::mxfp8, "mxfp8"}, {Format::mxfp8_e5m2, "mxfp8_e5m2"},
-                                      {Format::mxfp4, "mxfp4"}, {Format::nvfp4, "nvfp4"}};
+constexpr Named<DType> kDTypes[] = {
+    {DType::bf16, "bf16"}, {DType::fp16, "fp16"}, {DType::fp32, "fp32"}, {DType::u8, "u8"}};
+constexpr Named<Format> kFormats[] = {
+    {Format::mxfp8, "mxfp8"}, {Format::mxfp8_e5m2, "mxfp8_e5m2"}, {Format::mxfp4, "mxfp4"}, {Format::nvfp4, "nvfp4"}};
 constexpr Named<ScaleRule> kRules[] = {{ScaleRule::rceil, "rceil"}, {ScaleRule::floor, "floor"}};
 constexpr Named<ScaleLayout> kLayouts[] = {{ScaleLayout::linear, "linear"}, {ScaleLayout::blocked, "blocked"}};
-constexpr Named<Direction> kDirections[] = {{Direction::rowwise, "rowwise"}, {Direction::colwise, "colwise"},
-                                            {Direction::both, "both"}};
-constexpr Named<Backend> kBackends[] = {{Backend::auto_, "auto"}, {Backend::cpu, "cpu"}, {Backend::cuda, "cuda"},
-                                       {Backend::cuda_unchecked, "cuda_unchecked"}};
+constexpr Named<Direction> kDirections[] = {
+    {Direction::rowwise, "rowwise"}, {Direction::colwise, "colwise"}, {Direction::both, "both"}};
+constexpr Named<Backend> kBackends[] = {{Backend::auto_, "auto"},
+                                        {Backend::cpu, "cpu"},
+                                        {Backend::cuda, "cuda"},
+                                        {Backend::cuda_unchecked, "cuda_unchecked"}};
 
 template <class E, size_t N>
 const char* name_in(const Named<E> (&table)[N], E v) {

@@ -18,8 +18,8 @@ Status validate_quantize_layout(const char* op, const QuantizeArgs& a, const cha
   api::QuantizeShape shape{a.params, a.input.batch, a.input.rows, a.input.cols, a.groups, dims_prefix};
   MXQ_TRY(api::quantize_layout(op, shape, sizes));
   const bool nv = a.params.format == Format::nvfp4;
-  MXQ_REQUIRE(nv || a.tensor_amax == nullptr, "tensor_amax is given but format ",
-              to_string(a.params.format), " has no tensor scale (nvfp4 only)");
+  MXQ_REQUIRE(nv || a.tensor_amax == nullptr, "tensor_amax is given but format ", to_string(a.params.format),
+              " has no tensor scale (nvfp4 only)");
   return api::check_backend(op, a.backend);
 }
 
@@ -43,11 +43,11 @@ Status validate_quantize_outputs(const char* op, const QuantizeArgs& a, const Qu
     MXQ_REQUIRE(!o.col_data && !o.col_scales, "out.col_data / out.col_scales are given but direction is ", dir);
   }
   if (s.tensor_scale_count > 0) {
-    MXQ_REQUIRE(o.s_enc && o.s_dec, "out.s_enc and out.s_dec are required for nvfp4 (",
-                s.tensor_scale_count, " floats each)");
+    MXQ_REQUIRE(o.s_enc && o.s_dec, "out.s_enc and out.s_dec are required for nvfp4 (", s.tensor_scale_count,
+                " floats each)");
   } else if (a.params.format != Format::nvfp4) {
-    MXQ_REQUIRE(!o.s_enc && !o.s_dec, "out.s_enc / out.s_dec are given but format ",
-                to_string(a.params.format), " has no tensor scale (nvfp4 only)");
+    MXQ_REQUIRE(!o.s_enc && !o.s_dec, "out.s_enc / out.s_dec are given but format ", to_string(a.params.format),
+                " has no tensor scale (nvfp4 only)");
   }
   MXQ_REQUIRE(s.padded_offset_count > 0 || (!o.padded_starts && !o.padded_ends),
               "out.padded_starts / out.padded_ends are given but neither groups.pad_rowwise nor "

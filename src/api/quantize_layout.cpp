@@ -18,18 +18,17 @@ Status quantize_layout(const char* op, const QuantizeShape& shape, QuantizeSizes
   MXQ_TRY(check_dim(op, (dims + "batch").c_str(), shape.batch));
   MXQ_TRY(check_dim(op, (dims + "rows").c_str(), shape.rows));
   MXQ_TRY(check_dim(op, (dims + "cols").c_str(), shape.cols));
-  MXQ_REQUIRE(__int128(shape.batch) * shape.rows * shape.cols <= kMaxElements, dims, "batch x ", dims,
-              "rows x ", dims, "cols must be <= ", kMaxElements, " elements");
+  MXQ_REQUIRE(__int128(shape.batch) * shape.rows * shape.cols <= kMaxElements, dims, "batch x ", dims, "rows x ", dims,
+              "cols must be <= ", kMaxElements, " elements");
   MXQ_TRY(check_groups(op, "groups.groups", qg.groups, shape.batch));
   MXQ_TRY(check_optional_alignment(op, "groups.pad_rowwise", qg.pad_rowwise));
   MXQ_TRY(check_optional_alignment(op, "groups.pad_colwise", qg.pad_colwise));
   const int64_t G = qg.groups.count;
   const bool pads = qg.pad_rowwise != 0 || qg.pad_colwise != 0;
-  MXQ_REQUIRE(!pads || G > 0, "groups.pad_rowwise (", qg.pad_rowwise, ") / groups.pad_colwise (",
-              qg.pad_colwise, ") pad token groups but groups.groups.count is 0");
-  MXQ_REQUIRE(qg.pad_rowwise == 0 || qg.pad_colwise == 0 || qg.pad_rowwise == qg.pad_colwise,
-              "groups.pad_rowwise (", qg.pad_rowwise, ") and groups.pad_colwise (", qg.pad_colwise,
-              ") must be equal when both pad");
+  MXQ_REQUIRE(!pads || G > 0, "groups.pad_rowwise (", qg.pad_rowwise, ") / groups.pad_colwise (", qg.pad_colwise,
+              ") pad token groups but groups.groups.count is 0");
+  MXQ_REQUIRE(qg.pad_rowwise == 0 || qg.pad_colwise == 0 || qg.pad_rowwise == qg.pad_colwise, "groups.pad_rowwise (",
+              qg.pad_rowwise, ") and groups.pad_colwise (", qg.pad_colwise, ") must be equal when both pad");
 
   const bool rowwise = has_rowwise(p.direction), colwise = has_colwise(p.direction);
   const int64_t B = shape.batch, M = shape.rows, K = shape.cols;
@@ -57,10 +56,11 @@ Status quantize_layout(const char* op, const QuantizeShape& shape, QuantizeSizes
   if (colwise) {
     int64_t Mc = M;
     if (qg.pad_colwise) MXQ_TRY(padded_rows(op, M, G, qg.pad_colwise, &Mc));
-    MXQ_REQUIRE(!fp4 || Mc % 2 == 0, "colwise data rows (", Mc, qg.pad_colwise ? ", padded" : ", = ",
-                dims, "rows) must be even for fp4 formats (codes are packed in pairs along rows)");
+    MXQ_REQUIRE(!fp4 || Mc % 2 == 0, "colwise data rows (", Mc, qg.pad_colwise ? ", padded" : ", = ", dims,
+                "rows) must be even for fp4 formats (codes are packed in pairs along rows)");
     // Alignment 1 pads nothing: a group of odd size would share a byte with the next one.
-    MXQ_REQUIRE(!fp4 || qg.pad_colwise != 1, "groups.pad_colwise (1) must be 0 or at least 2 for fp4 formats "
+    MXQ_REQUIRE(!fp4 || qg.pad_colwise != 1,
+                "groups.pad_colwise (1) must be 0 or at least 2 for fp4 formats "
                 "(codes are packed in pairs along rows: a padded group must start on a byte)");
     MXQ_REQUIRE(__int128(B) * Mc * K <= kMaxElements, "the colwise output (", B, " x ", K, " x ", Mc,
                 " padded rows) must be <= ", kMaxElements, " elements");
@@ -68,8 +68,8 @@ Status quantize_layout(const char* op, const QuantizeShape& shape, QuantizeSizes
     s.col_data_cols = Mc;
     s.col_data_bytes = B * K * (Mc * bits / 8);
     if (G > 0)  // groups along K: each group's scale columns are padded separately
-      s.col_scale_bytes = blocked ? num::blocked_rows(K) * num::group_k_scale_cols_bound(Mc, G, block)
-                                  : K * (scale_cols + G);
+      s.col_scale_bytes =
+          blocked ? num::blocked_rows(K) * num::group_k_scale_cols_bound(Mc, G, block) : K * (scale_cols + G);
     else
       s.col_scale_bytes = blocked ? B * num::blocked_bytes(K, scale_cols) : B * K * scale_cols;
   }

@@ -13,8 +13,8 @@ Status validate_swizzle(const char* op, const SwizzleArgs& a, int64_t* blocked_b
   MXQ_TRY(api::check_dim(op, "batch", a.batch));
   MXQ_TRY(api::check_dim(op, "rows", a.rows));
   MXQ_TRY(api::check_dim(op, "cols", a.cols));
-  MXQ_REQUIRE(__int128(a.batch) * a.rows * a.cols <= api::kMaxElements, "batch x rows x cols must be <= ",
-              api::kMaxElements, " bytes");
+  MXQ_REQUIRE(__int128(a.batch) * a.rows * a.cols <= api::kMaxElements,
+              "batch x rows x cols must be <= ", api::kMaxElements, " bytes");
   const int32_t axis = static_cast<int32_t>(a.group_axis);
   MXQ_REQUIRE(axis >= 0 && axis <= 2, "group_axis (", axis, ") is not a ScaleGroups (none=0, along_m=1, along_k=2)");
   MXQ_TRY(api::check_groups(op, "groups", a.groups, a.batch));
@@ -32,8 +32,7 @@ Status validate_swizzle(const char* op, const SwizzleArgs& a, int64_t* blocked_b
     case ScaleGroups::along_k:  // each group's columns are padded to a multiple of 4
       *blocked_bytes = num::blocked_rows(a.rows) * num::group_k_scale_cols_bound(a.cols, G, 1);
       break;
-    default:
-      *blocked_bytes = a.batch * num::blocked_bytes(a.rows, a.cols);
+    default: *blocked_bytes = a.batch * num::blocked_bytes(a.rows, a.cols);
   }
   return {};
 }
@@ -80,8 +79,7 @@ Status unswizzle(const SwizzleArgs& args, uint8_t* linear_out) {
                                 {{"linear_out", linear_out, uint64_t(args.batch * args.rows * args.cols)}}));
   Backend b;
   MXQ_TRY(api::resolve_backend(op, args.backend,
-                               {{"out", args.out}, {"groups.ends", args.groups.ends}, {"linear_out", linear_out}},
-                               &b));
+                               {{"out", args.out}, {"groups.ends", args.groups.ends}, {"linear_out", linear_out}}, &b));
 #ifdef MXQ_WITH_CUDA
   if (b == Backend::cuda) return cuda::unswizzle(args, linear_out);
 #endif

@@ -84,8 +84,8 @@ Status check_swiglu_overlap(const char* op, const QuantizeArgs& q, const Quantiz
 Status validate_forward(const char* op, const SwigluArgs& a, QuantizeSizes* s) {
   MXQ_TRY(check_h(op, a.input));
   MXQ_TRY(check_swiglu_params(op, a.swiglu));
-  const QuantizeArgs q = computed_quantize(a.input, a.input.cols / 2, a.input.data, a.params, a.groups,
-                                           a.tensor_amax, a.out, a.backend, a.stream);
+  const QuantizeArgs q = computed_quantize(a.input, a.input.cols / 2, a.input.data, a.params, a.groups, a.tensor_amax,
+                                           a.out, a.backend, a.stream);
   return api::validate_quantize_layout(op, q, "activation.", s);
 }
 

@@ -72,9 +72,8 @@ Status dequantize_format(const DequantizeArgs& a) {
 }  // namespace
 
 Status dequantize(const DequantizeArgs& args) {
-  return num::dispatch_format(args.params.format, [&](auto traits) {
-    return dequantize_format<decltype(traits)>(args);
-  });
+  return num::dispatch_format(args.params.format,
+                              [&](auto traits) { return dequantize_format<decltype(traits)>(args); });
 }
 
 }  // namespace mxq::cpu

@@ -32,8 +32,7 @@ inline void load_floats(const void* data, DType t, int64_t first, int64_t n, flo
 }
 
 // n values of row `row` of batch `batch`, from column k0.
-inline void load_row(const TensorView& in, int64_t batch, int64_t row, int64_t k0, int64_t n,
-                     float* out) {
+inline void load_row(const TensorView& in, int64_t batch, int64_t row, int64_t k0, int64_t n, float* out) {
   load_floats(in.data, in.dtype, batch * in.bstride() + row * in.rstride() + k0, n, out);
 }
 
@@ -87,8 +86,7 @@ inline void put_code(uint8_t* row, int64_t i, uint32_t code) {
     row[i] = static_cast<uint8_t>(code);
   } else {
     uint8_t& b = row[i / 2];
-    b = (i & 1) ? static_cast<uint8_t>((b & 0x0F) | (code << 4))
-                : static_cast<uint8_t>((b & 0xF0) | (code & 0x0F));
+    b = (i & 1) ? static_cast<uint8_t>((b & 0x0F) | (code << 4)) : static_cast<uint8_t>((b & 0xF0) | (code & 0x0F));
   }
 }
 

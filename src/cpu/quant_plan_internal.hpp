@@ -36,9 +36,9 @@ struct Segment {
 
 struct DirectionPlan {
   std::vector<Segment> segments;
-  int64_t data_rows = 0;           // Mr (rowwise) or Mc (colwise) per batch
-  int64_t data_batch_bytes = 0;    // bytes of one batch of data
-  int64_t scale_batch_bytes = 0;   // bytes of one batch of scales
+  int64_t data_rows = 0;          // Mr (rowwise) or Mc (colwise) per batch
+  int64_t data_batch_bytes = 0;   // bytes of one batch of data
+  int64_t scale_batch_bytes = 0;  // bytes of one batch of scales
 };
 
 // Token-group ends clamped to [previous end, M] (docs/spec.md section 6), so any offsets are safe.
@@ -71,8 +71,8 @@ inline std::vector<int64_t> padded_group_starts(const std::vector<int64_t>& ends
 }
 
 // The segments of one direction of input rows M, columns K (see docs/layouts.md).
-inline DirectionPlan plan_direction(bool rowwise, const QuantizeParams& p, const QuantizeGroups& g,
-                                    int64_t M, int64_t K) {
+inline DirectionPlan plan_direction(bool rowwise, const QuantizeParams& p, const QuantizeGroups& g, int64_t M,
+                                    int64_t K) {
   const int64_t block = num::format_block(p.format);
   const int bits = num::format_elem_bits(p.format);
   const bool blocked = p.layout == ScaleLayout::blocked;

@@ -64,8 +64,8 @@ uint8_t quantize_block_of(const float* x, int64_t n, const BlockContext& ctx, ui
 // into fp32 once, its codes written a byte each (8-bit codes straight into the output row) and
 // 4-bit codes packed in pairs afterwards.
 template <class T>
-void quantize_rowwise(const TensorView& in, int64_t b, const DirectionPlan& plan,
-                      const BlockContext& ctx, uint8_t* data, uint8_t* scales) {
+void quantize_rowwise(const TensorView& in, int64_t b, const DirectionPlan& plan, const BlockContext& ctx,
+                      uint8_t* data, uint8_t* scales) {
   constexpr int64_t kBlock = T::block;
   constexpr bool kBytes = T::elem_bits == 8;
   const int64_t K = in.cols;
@@ -97,8 +97,8 @@ void quantize_rowwise(const TensorView& in, int64_t b, const DirectionPlan& plan
 // Columns k in parallel: each row k of the transposed data (and its scales) belongs to one thread,
 // which also keeps the 4-bit codes packed along M free of races.
 template <class T>
-void quantize_colwise(const TensorView& in, int64_t b, const DirectionPlan& plan,
-                      const BlockContext& ctx, uint8_t* data, uint8_t* scales) {
+void quantize_colwise(const TensorView& in, int64_t b, const DirectionPlan& plan, const BlockContext& ctx,
+                      uint8_t* data, uint8_t* scales) {
   constexpr int64_t kBlock = T::block;
   constexpr int64_t kTileCols = 256;  // columns per tile: keeps the b x cols tile in cache
   const int64_t row_bytes = code_bytes(plan.data_rows, T::elem_bits);
@@ -208,9 +208,8 @@ Status quantize_format(const QuantizeArgs& args, const QuantizeSizes& sizes) {
 }  // namespace
 
 Status quantize(const QuantizeArgs& args, const QuantizeSizes& sizes) {
-  const Status st = num::dispatch_format(args.params.format, [&](auto traits) {
-    return quantize_format<decltype(traits)>(args, sizes);
-  });
+  const Status st = num::dispatch_format(args.params.format,
+                                         [&](auto traits) { return quantize_format<decltype(traits)>(args, sizes); });
   if (!st.ok() || args.out.amax == nullptr) return st;
   return cpu::tensor_amax(args.input, args.out.amax);  // QuantizeOutputs::amax is defined as this
 }

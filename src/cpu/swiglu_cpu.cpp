@@ -11,9 +11,7 @@
 namespace mxq::cpu {
 namespace {
 
-num::SwigluRule rule_of(const SwigluParams& p) {
-  return {p.variant == SwigluVariant::clamped, p.alpha, p.limit};
-}
+num::SwigluRule rule_of(const SwigluParams& p) { return {p.variant == SwigluVariant::clamped, p.alpha, p.limit}; }
 
 // Column of gate f and of up f in a row of h.
 struct PairColumns {

@@ -14,7 +14,8 @@ namespace {
 int64_t blocked_buffer_bytes(const SwizzleArgs& a) {
   switch (a.group_axis) {
     case ScaleGroups::along_m: return num::group_m_scale_rows_bound(a.rows, a.groups.count) * num::blocked_cols(a.cols);
-    case ScaleGroups::along_k: return num::blocked_rows(a.rows) * num::group_k_scale_cols_bound(a.cols, a.groups.count, 1);
+    case ScaleGroups::along_k:
+      return num::blocked_rows(a.rows) * num::group_k_scale_cols_bound(a.cols, a.groups.count, 1);
     default: return a.batch * num::blocked_bytes(a.rows, a.cols);
   }
 }

@@ -19,8 +19,9 @@ Status validate_group_ends(const TokenGroups& groups, int64_t M) {
     if (e < 0) return bad_end(g, e, "is negative");
     if (e > M) return bad_end(g, e, "is greater than M (" + std::to_string(M) + ")");
     if (e < prev)
-      return bad_end(g, e, "is less than groups.ends[" + std::to_string(g - 1) + "] (" + std::to_string(prev) +
-                               "): ends must not decrease");
+      return bad_end(g, e,
+                     "is less than groups.ends[" + std::to_string(g - 1) + "] (" + std::to_string(prev) +
+                         "): ends must not decrease");
     prev = e;
   }
   return {};

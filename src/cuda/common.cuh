@@ -16,16 +16,13 @@ inline cudaStream_t as_stream(void* s) { return static_cast<cudaStream_t>(s); }
 
 inline Status cuda_status(const char* op, cudaError_t e) {
   if (e == cudaSuccess) return {};
-  return Status::error(Code::cuda_error,
-                       std::string(op) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
+  return Status::error(Code::cuda_error, std::string(op) + ": " + cudaGetErrorName(e) + ": " + cudaGetErrorString(e));
 }
 
 // Status of the launches just made on this thread (clears the non-sticky error).
 inline Status launch_status(const char* op) { return cuda_status(op, cudaGetLastError()); }
 
-inline bool aligned_to(const void* p, uintptr_t bytes) {
-  return (reinterpret_cast<uintptr_t>(p) % bytes) == 0;
-}
+inline bool aligned_to(const void* p, uintptr_t bytes) { return (reinterpret_cast<uintptr_t>(p) % bytes) == 0; }
 
 // Input element types: the raw storage and the exact widening to fp32 of the numerics core
 // (to_float), and the widening for the code paths (to_float_for_codes), which may differ from it

@@ -24,15 +24,13 @@ __device__ __forceinline__ uint32_t encode_pair(float lo, float hi) {
 template <>
 __device__ __forceinline__ uint32_t encode_pair<num::E4M3>(float lo, float hi) {
   uint32_t r;
-  asm("{ .reg .b16 t; cvt.rn.satfinite.e4m3x2.f32 t, %2, %1; cvt.u32.u16 %0, t; }"
-      : "=r"(r) : "f"(lo), "f"(hi));
+  asm("{ .reg .b16 t; cvt.rn.satfinite.e4m3x2.f32 t, %2, %1; cvt.u32.u16 %0, t; }" : "=r"(r) : "f"(lo), "f"(hi));
   return r;
 }
 template <>
 __device__ __forceinline__ uint32_t encode_pair<num::E5M2>(float lo, float hi) {
   uint32_t r;
-  asm("{ .reg .b16 t; cvt.rn.satfinite.e5m2x2.f32 t, %2, %1; cvt.u32.u16 %0, t; }"
-      : "=r"(r) : "f"(lo), "f"(hi));
+  asm("{ .reg .b16 t; cvt.rn.satfinite.e5m2x2.f32 t, %2, %1; cvt.u32.u16 %0, t; }" : "=r"(r) : "f"(lo), "f"(hi));
   return r;
 }
 #endif

@@ -16,11 +16,10 @@
 namespace mxq::bench {
 namespace {
 
-bool has(const std::vector<BenchCase>& cases, Op op, Format f, Direction d, BenchShape s,
-         int32_t groups = 0) {
+bool has(const std::vector<BenchCase>& cases, Op op, Format f, Direction d, BenchShape s, int32_t groups = 0) {
   return std::any_of(cases.begin(), cases.end(), [&](const BenchCase& c) {
-    return c.op == op && c.format == f && c.direction == d && c.batch == s.batch &&
-           c.rows == s.rows && c.cols == s.cols && c.groups == groups && !c.graph;
+    return c.op == op && c.format == f && c.direction == d && c.batch == s.batch && c.rows == s.rows &&
+           c.cols == s.cols && c.groups == groups && !c.graph;
   });
 }
 
@@ -47,13 +46,13 @@ TEST(BenchCases, CudaDefaultsCoverTheIssueShapes) {
         EXPECT_TRUE(has(cases, Op::quantize, Format::mxfp4, d, {1, m, k}));
         EXPECT_TRUE(has(cases, Op::quantize, Format::nvfp4, d, {1, m, k}));
         const int floors = static_cast<int>(std::count_if(cases.begin(), cases.end(), [&](auto& c) {
-          return c.op == Op::quantize && c.format == Format::mxfp8 && c.direction == d &&
-                 c.rows == m && c.cols == k && c.rule == ScaleRule::floor;
+          return c.op == Op::quantize && c.format == Format::mxfp8 && c.direction == d && c.rows == m && c.cols == k &&
+                 c.rule == ScaleRule::floor;
         }));
         EXPECT_EQ(floors, 1);
       }
-  for (BenchShape s : {BenchShape{1, 8192, 5120}, BenchShape{4, 8192, 5120},
-                       BenchShape{16, 8192, 5120}, BenchShape{8, 7168, 2048}})
+  for (BenchShape s :
+       {BenchShape{1, 8192, 5120}, BenchShape{4, 8192, 5120}, BenchShape{16, 8192, 5120}, BenchShape{8, 7168, 2048}})
     for (Direction d : {Direction::rowwise, Direction::colwise, Direction::both})
       EXPECT_TRUE(has(cases, Op::quantize, Format::mxfp8, d, s));
   for (int64_t m : {16384, 131072})
@@ -69,8 +68,8 @@ TEST(BenchCases, CudaDefaultsCoverTheIssueShapes) {
   std::set<std::string> rows;
   for (const BenchCase& c : cases) {
     std::ostringstream key;
-    key << op_name(c.op) << shape_string(c) << to_string(c.format) << to_string(c.direction)
-        << to_string(c.layout) << detail_string(c);
+    key << op_name(c.op) << shape_string(c) << to_string(c.format) << to_string(c.direction) << to_string(c.layout)
+        << detail_string(c);
     EXPECT_TRUE(rows.insert(key.str()).second) << "duplicate row " << key.str();
   }
 }
@@ -133,8 +132,8 @@ TEST(BenchCli, OptionsTakeNamesOnly) {
     app.parse(reversed);
   };
   BenchCli cli;
-  parse({"--op", "PAD", "--op", "quantize", "--format", "NvFp4", "--dir", "both", "--dtype", "fp16",
-         "--backend", "cpu", "--flush", "read"},
+  parse({"--op", "PAD", "--op", "quantize", "--format", "NvFp4", "--dir", "both", "--dtype", "fp16", "--backend", "cpu",
+         "--flush", "read"},
         &cli);
   EXPECT_EQ(cli.options.ops, (std::vector<Op>{Op::pad, Op::quantize}));
   EXPECT_EQ(cli.options.formats, std::vector<Format>{Format::nvfp4});
@@ -239,8 +238,7 @@ TEST(BenchRunner, TimesCpuCasesAndReportsUnsupportedRowsWithoutStopping) {
   bad.cols = 255;  // fp4 needs even K; mxfp8 takes it, so use a format rule that breaks
   bad.format = Format::mxfp4;
 
-  std::vector<BenchResult> results = {runner.run_case(graph), runner.run_case(bad),
-                                      runner.run_case(plain)};
+  std::vector<BenchResult> results = {runner.run_case(graph), runner.run_case(bad), runner.run_case(plain)};
   EXPECT_EQ(results[0].status, RowStatus::unsupported);
   EXPECT_EQ(results[1].status, RowStatus::error);
   EXPECT_FALSE(results[1].message.empty());

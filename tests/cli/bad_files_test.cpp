@@ -42,8 +42,7 @@ TEST(BadFiles, EveryCommandExitsThreeWithAMessage) {
           "dequantize " + path + " " + dir / "out.safetensors"}) {
       const RunResult r = run_mxq(command);
       EXPECT_EQ(r.exit_code, 3) << command << "\n" << r.output;
-      EXPECT_NE(r.output.find("mxq: error: " + path), std::string::npos) << command << "\n"
-                                                                          << r.output;
+      EXPECT_NE(r.output.find("mxq: error: " + path), std::string::npos) << command << "\n" << r.output;
     }
     EXPECT_FALSE(file_exists(dir / "out.safetensors"));
   }
@@ -64,8 +63,7 @@ TEST(BadFiles, MessagesNameTheRule) {
       {"deep_nesting", "nests deeper"},
       {"too_many_dims", "more than 64 elements"}};
   for (const auto& [file, message] : expected) {
-    const RunResult r =
-        run_mxq("inspect " + std::string(MXQ_CLI_BAD_FILES_DIR) + "/" + file + ".safetensors");
+    const RunResult r = run_mxq("inspect " + std::string(MXQ_CLI_BAD_FILES_DIR) + "/" + file + ".safetensors");
     EXPECT_NE(r.output.find(message), std::string::npos) << file << ": " << r.output;
   }
 }
@@ -100,8 +98,8 @@ TEST(BadFiles, HeaderLimits) {
     many += (i ? ",\"t" : "\"t") + std::to_string(i) + R"(":{"dtype":"U8","shape":[0],"data_offsets":[0,0]})";
   many += "}";
   EXPECT_NE(parse_error(image_of(many)).find("more than 262144 tensors in one file"), std::string::npos);
-  const std::vector<uint8_t> zero = image_of(
-      R"({"a":{"dtype":"BF16","shape":[4611686018427387904,4611686018427387904,0],"data_offsets":[0,0]}})");
+  const std::vector<uint8_t> zero =
+      image_of(R"({"a":{"dtype":"BF16","shape":[4611686018427387904,4611686018427387904,0],"data_offsets":[0,0]}})");
   ASSERT_EQ(parse_error(zero), "");
   EXPECT_EQ(st::SafetensorsView::parse(zero.data(), zero.size(), "h").tensors()[0].elements(), 0);
 }

@@ -64,8 +64,8 @@ inline int64_t elements(const std::vector<int64_t>& shape) {
 }
 
 // Standard-normal values stored as BF16, F16 or F32.
-inline Tensor normal_tensor(const std::string& name, const std::string& dtype,
-                            std::vector<int64_t> shape, unsigned seed) {
+inline Tensor normal_tensor(const std::string& name, const std::string& dtype, std::vector<int64_t> shape,
+                            unsigned seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal;
   Tensor t{name, dtype, shape, {}};

@@ -53,22 +53,20 @@ TEST(Sharded, QuantizeAndDequantizeDirectories) {
   ASSERT_EQ(q.exit_code, 0) << q.output;
 
   const nlohmann::json index = read_json(dir / "q/model.safetensors.index.json");
-  const nlohmann::json expected_map = {
-      {"layers.0.q.weight_packed", "model-00001-of-00002.safetensors"},
-      {"layers.0.q.weight_scale", "model-00001-of-00002.safetensors"},
-      {"layers.0.q.weight_global_scale", "model-00001-of-00002.safetensors"},
-      {"layers.0.norm.weight", "model-00001-of-00002.safetensors"},
-      {"layers.1.experts.w", "model-00002-of-00002.safetensors"},
-      {"layers.1.down.weight_packed", "model-00002-of-00002.safetensors"},
-      {"layers.1.down.weight_scale", "model-00002-of-00002.safetensors"},
-      {"layers.1.down.weight_global_scale", "model-00002-of-00002.safetensors"},
-      {"lm_head.weight", "model-00002-of-00002.safetensors"}};
+  const nlohmann::json expected_map = {{"layers.0.q.weight_packed", "model-00001-of-00002.safetensors"},
+                                       {"layers.0.q.weight_scale", "model-00001-of-00002.safetensors"},
+                                       {"layers.0.q.weight_global_scale", "model-00001-of-00002.safetensors"},
+                                       {"layers.0.norm.weight", "model-00001-of-00002.safetensors"},
+                                       {"layers.1.experts.w", "model-00002-of-00002.safetensors"},
+                                       {"layers.1.down.weight_packed", "model-00002-of-00002.safetensors"},
+                                       {"layers.1.down.weight_scale", "model-00002-of-00002.safetensors"},
+                                       {"layers.1.down.weight_global_scale", "model-00002-of-00002.safetensors"},
+                                       {"lm_head.weight", "model-00002-of-00002.safetensors"}};
   EXPECT_EQ(index["weight_map"], expected_map);
   const nlohmann::json config = read_json(dir / "q/config.json");
   EXPECT_EQ(config["model_type"], "toy");
   EXPECT_EQ(config["quantization_config"]["format"], "nvfp4-pack-quantized");
-  EXPECT_EQ(config["quantization_config"]["config_groups"]["group_0"]["weights"]["strategy"],
-            "tensor_group");
+  EXPECT_EQ(config["quantization_config"]["config_groups"]["group_0"]["weights"]["strategy"], "tensor_group");
   EXPECT_TRUE(file_exists(dir / "q/tokenizer.json"));
   for (const auto& [tensor, shard] : expected_map.items()) {
     st::SafetensorsFile file(dir / "q/" + shard.get<std::string>());
@@ -76,8 +74,7 @@ TEST(Sharded, QuantizeAndDequantizeDirectories) {
   }
   {
     st::SafetensorsFile second(dir / "q/model-00002-of-00002.safetensors");
-    EXPECT_EQ(second.view().find("layers.1.down.weight_global_scale")->shape,
-              std::vector<int64_t>{1});
+    EXPECT_EQ(second.view().find("layers.1.down.weight_global_scale")->shape, std::vector<int64_t>{1});
     EXPECT_EQ(second.view().find("layers.1.experts.w")->dtype, "BF16");
   }
 
@@ -125,14 +122,13 @@ std::vector<std::string> tensors_of_dtype(const std::string& path, const std::st
 
 TEST(Selection, TargetsAndIgnore) {
   ScratchDir dir;
-  write_checkpoint(dir / "in.safetensors",
-                   {normal_tensor("a.q_proj.weight", "BF16", {8, 64}, 1),
-                    normal_tensor("a.k_proj.weight", "BF16", {8, 64}, 2),
-                    normal_tensor("a.experts.w", "BF16", {2, 8, 64}, 3),
-                    normal_tensor("lm_head.weight", "BF16", {8, 64}, 4)});
+  write_checkpoint(
+      dir / "in.safetensors",
+      {normal_tensor("a.q_proj.weight", "BF16", {8, 64}, 1), normal_tensor("a.k_proj.weight", "BF16", {8, 64}, 2),
+       normal_tensor("a.experts.w", "BF16", {2, 8, 64}, 3), normal_tensor("lm_head.weight", "BF16", {8, 64}, 4)});
   auto quantized = [&](const std::string& flags) {
-    const RunResult r = run_mxq("quantize " + dir / "in.safetensors " + dir / "q.safetensors" +
-                                " --format mxfp8 --force " + flags);
+    const RunResult r =
+        run_mxq("quantize " + dir / "in.safetensors " + dir / "q.safetensors" + " --format mxfp8 --force " + flags);
     EXPECT_EQ(r.exit_code, 0) << r.output;
     return tensors_of_dtype(dir / "q.safetensors", "F8_E4M3");
   };
@@ -175,9 +171,9 @@ TEST(Selection, DefaultsKeepRoutersGatesBiasesAndNorms) {
   st::SafetensorsFile out(dir / "q.safetensors");
   EXPECT_NE(out.view().find("model.layers.0.mlp.shared_expert.up_proj.weight_packed"), nullptr);
   const auto config = nlohmann::json::parse(out.view().metadata().at("quantization_config"));
-  EXPECT_EQ(config["ignore"], nlohmann::json::array({"model.embed_tokens", "model.layers.0.mlp.gate",
-                                                      "model.layers.0.mlp.shared_expert_gate",
-                                                      "model.layers.0.mlp.router"}));
+  EXPECT_EQ(config["ignore"],
+            nlohmann::json::array({"model.embed_tokens", "model.layers.0.mlp.gate",
+                                   "model.layers.0.mlp.shared_expert_gate", "model.layers.0.mlp.router"}));
 }
 
 float global_scale_of(const st::SafetensorsView& v, const std::string& weight) {
@@ -204,18 +200,19 @@ TEST(SharedScale, FusedGroupsShareTheirNvfp4GlobalScale) {
     return t;
   };
   const std::string attn = "model.layers.0.self_attn.", mlp = "model.layers.0.mlp.";
-  write_checkpoint(root + "/a.safetensors",
-                   {normal_tensor(attn + "q_proj.weight", "BF16", {16, 64}, 1),
-                    scaled(normal_tensor(attn + "k_proj.weight", "BF16", {16, 64}, 2), 8.0f),
-                    normal_tensor(mlp + "gate_proj.weight", "BF16", {16, 64}, 4)});
-  write_checkpoint(root + "/b.safetensors",
-                   {scaled(normal_tensor(attn + "v_proj.weight", "BF16", {16, 64}, 3), 0.25f),
-                    scaled(normal_tensor(mlp + "up_proj.weight", "BF16", {16, 64}, 5), 4.0f),
-                    scaled(normal_tensor(attn + "o_proj.weight", "BF16", {16, 64}, 6), 2.0f)});
+  write_checkpoint(root + "/a.safetensors", {normal_tensor(attn + "q_proj.weight", "BF16", {16, 64}, 1),
+                                             scaled(normal_tensor(attn + "k_proj.weight", "BF16", {16, 64}, 2), 8.0f),
+                                             normal_tensor(mlp + "gate_proj.weight", "BF16", {16, 64}, 4)});
+  write_checkpoint(root + "/b.safetensors", {scaled(normal_tensor(attn + "v_proj.weight", "BF16", {16, 64}, 3), 0.25f),
+                                             scaled(normal_tensor(mlp + "up_proj.weight", "BF16", {16, 64}, 5), 4.0f),
+                                             scaled(normal_tensor(attn + "o_proj.weight", "BF16", {16, 64}, 6), 2.0f)});
   nlohmann::json index = {{"weight_map",
-                           {{attn + "q_proj.weight", "a.safetensors"}, {attn + "k_proj.weight", "a.safetensors"},
-                            {mlp + "gate_proj.weight", "a.safetensors"}, {attn + "v_proj.weight", "b.safetensors"},
-                            {mlp + "up_proj.weight", "b.safetensors"}, {attn + "o_proj.weight", "b.safetensors"}}}};
+                           {{attn + "q_proj.weight", "a.safetensors"},
+                            {attn + "k_proj.weight", "a.safetensors"},
+                            {mlp + "gate_proj.weight", "a.safetensors"},
+                            {attn + "v_proj.weight", "b.safetensors"},
+                            {mlp + "up_proj.weight", "b.safetensors"},
+                            {attn + "o_proj.weight", "b.safetensors"}}}};
   write_text(root + "/model.safetensors.index.json", index.dump());
 
   const RunResult r = run_mxq("quantize " + root + " " + dir / "q --format nvfp4 --no-stats");
@@ -236,8 +233,8 @@ TEST(SharedScale, FusedGroupsShareTheirNvfp4GlobalScale) {
   EXPECT_GT(gate, q);
 
   // --shared-scale names the groups instead of the defaults: here q and o only.
-  const RunResult custom = run_mxq("quantize " + root + " " + dir / "c --format nvfp4 --no-stats " +
-                                   "--shared-scale q_proj,o_proj");
+  const RunResult custom =
+      run_mxq("quantize " + root + " " + dir / "c --format nvfp4 --no-stats " + "--shared-scale q_proj,o_proj");
   ASSERT_EQ(custom.exit_code, 0) << custom.output;
   st::SafetensorsFile ca(dir / "c/a.safetensors"), cb(dir / "c/b.safetensors");
   EXPECT_EQ(global_scale_of(ca.view(), attn + "q_proj.weight"), global_scale_of(cb.view(), attn + "o_proj.weight"));
@@ -259,7 +256,8 @@ TEST(Reading, CompressedTensorsWithoutMxqMetadata) {
     st::SafetensorsFile q(dir / "q/" + shard);
     std::vector<Tensor> tensors;
     for (const auto& t : q.view().tensors())
-      tensors.push_back({t.name, t.dtype, t.shape, std::vector<uint8_t>(q.view().data(t), q.view().data(t) + t.bytes())});
+      tensors.push_back(
+          {t.name, t.dtype, t.shape, std::vector<uint8_t>(q.view().data(t), q.view().data(t) + t.bytes())});
     write_checkpoint(plain + "/" + shard, tensors, {{"format", "pt"}});
   }
   const RunResult inspect = run_mxq("inspect " + plain);
@@ -386,8 +384,8 @@ TEST(Errors, InconsistentQuantizedWeightIsRejected) {
                    {Tensor{"w.weight_packed", "U8", {64, 64}, std::vector<uint8_t>(64 * 64)},
                     Tensor{"w.weight_scale", "U8", {64, 2}, std::vector<uint8_t>(64 * 2)}},
                    meta);
-  for (const std::string& command : {"dequantize " + dir / "q.safetensors " + dir / "d.safetensors",
-                                     "inspect " + dir / "q.safetensors"}) {
+  for (const std::string& command :
+       {"dequantize " + dir / "q.safetensors " + dir / "d.safetensors", "inspect " + dir / "q.safetensors"}) {
     const RunResult r = run_mxq(command);
     EXPECT_EQ(r.exit_code, 3) << r.output;
     EXPECT_NE(r.output.find("wrong dtype or shape"), std::string::npos) << r.output;
@@ -408,8 +406,7 @@ TEST(Writer, UncommittedOutputLeavesNothing) {
   const RunResult ls = run_mxq("inspect " + dir.path());  // the directory holds nothing at all
   EXPECT_NE(ls.exit_code, 0);
   EXPECT_EQ(std::system(("test -z \"$(ls -A '" + dir.path() + "')\"").c_str()), 0);
-  EXPECT_THROW(st::SafetensorsWriter(dir / "y.safetensors", {{"a", "U8", {1}}, {"a", "U8", {1}}}, {}),
-               st::WriteError);
+  EXPECT_THROW(st::SafetensorsWriter(dir / "y.safetensors", {{"a", "U8", {1}}, {"a", "U8", {1}}}, {}), st::WriteError);
 }
 
 }  // namespace
@@ -430,7 +427,8 @@ int temp_files_in(const std::string& dir) {
 // A 128 MB checkpoint: long enough to quantize that a test can act while the output is written.
 void write_big_checkpoint(const std::string& path) {
   std::vector<Tensor> big;
-  for (int i = 0; i < 8; ++i) big.push_back(normal_tensor("l" + std::to_string(i) + ".weight", "BF16", {1024, 4096}, i));
+  for (int i = 0; i < 8; ++i)
+    big.push_back(normal_tensor("l" + std::to_string(i) + ".weight", "BF16", {1024, 4096}, i));
   write_checkpoint(path, big);
 }
 
@@ -495,13 +493,18 @@ TEST(Writer, OutputModesFollowTheInputAndTheUmask) {
   };
   ASSERT_EQ(::chmod((dir / "in.safetensors").c_str(), 0640), 0);
   ASSERT_EQ(std::system(("umask 022; " + mxq + " quantize " + dir / "in.safetensors " + dir / "a.safetensors" +
-                         " --format mxfp8 > /dev/null").c_str()), 0);
+                         " --format mxfp8 > /dev/null")
+                            .c_str()),
+            0);
   EXPECT_EQ(mode_of(dir / "a.safetensors"), 0640u);
   ASSERT_EQ(::chmod((dir / "in.safetensors").c_str(), 0666), 0);
   ASSERT_EQ(std::system(("umask 077; " + mxq + " quantize " + dir / "in.safetensors " + dir / "b.safetensors" +
-                         " --format mxfp8 > /dev/null").c_str()), 0);
+                         " --format mxfp8 > /dev/null")
+                            .c_str()),
+            0);
   EXPECT_EQ(mode_of(dir / "b.safetensors"), 0600u);
-  const RunResult missing = run_mxq("quantize " + dir / "in.safetensors " + dir / "no/such/dir/q.safetensors --format mxfp8");
+  const RunResult missing =
+      run_mxq("quantize " + dir / "in.safetensors " + dir / "no/such/dir/q.safetensors --format mxfp8");
   EXPECT_EQ(missing.exit_code, 1) << missing.output;
   EXPECT_NE(missing.output.find("cannot create a temporary file"), std::string::npos) << missing.output;
 }

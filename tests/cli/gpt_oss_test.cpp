@@ -45,12 +45,11 @@ TEST(GptOss, FusedExpertsInTheLoadersMxfp4Layout) {
   const std::string root = dir / "in";
   ASSERT_EQ(::mkdir(root.c_str(), 0755), 0);
   const std::string L = "model.layers.0.";
-  const std::vector<Tensor> model = {
-      normal_tensor(L + "mlp.experts.gate_up_proj", "BF16", {2, 64, 96}, 1),
-      normal_tensor(L + "mlp.experts.gate_up_proj_bias", "BF16", {2, 96}, 2),
-      normal_tensor(L + "mlp.experts.down_proj", "BF16", {2, 64, 64}, 3),
-      normal_tensor(L + "mlp.router.weight", "BF16", {2, 64}, 4),
-      normal_tensor(L + "self_attn.q_proj.weight", "BF16", {64, 64}, 5)};
+  const std::vector<Tensor> model = {normal_tensor(L + "mlp.experts.gate_up_proj", "BF16", {2, 64, 96}, 1),
+                                     normal_tensor(L + "mlp.experts.gate_up_proj_bias", "BF16", {2, 96}, 2),
+                                     normal_tensor(L + "mlp.experts.down_proj", "BF16", {2, 64, 64}, 3),
+                                     normal_tensor(L + "mlp.router.weight", "BF16", {2, 64}, 4),
+                                     normal_tensor(L + "self_attn.q_proj.weight", "BF16", {64, 64}, 5)};
   write_checkpoint(root + "/model.safetensors", model);
   write_text(root + "/config.json", R"({"model_type": "gpt_oss", "hidden_size": 64})");
 
@@ -62,8 +61,8 @@ TEST(GptOss, FusedExpertsInTheLoadersMxfp4Layout) {
 
   st::SafetensorsFile out(dir / "q/model.safetensors");
   const auto& v = out.view();
-  for (const auto& [name, in, o] : {std::tuple{L + "mlp.experts.gate_up_proj", 64, 96},
-                                    std::tuple{L + "mlp.experts.down_proj", 64, 64}}) {
+  for (const auto& [name, in, o] :
+       {std::tuple{L + "mlp.experts.gate_up_proj", 64, 96}, std::tuple{L + "mlp.experts.down_proj", 64, 64}}) {
     ASSERT_NE(v.find(name + "_blocks"), nullptr) << name;
     EXPECT_EQ(v.find(name), nullptr) << "the bf16 original is replaced";
     EXPECT_EQ(v.find(name + "_blocks")->dtype, "U8");

@@ -63,8 +63,8 @@ TEST_P(RoundTrip, QuantizeInspectDequantize) {
   const std::vector<Tensor> model = small_model();
   write_checkpoint(dir / "in.safetensors", model, {{"source", "test"}});
 
-  const RunResult q = run_mxq("quantize " + dir / "in.safetensors " + dir / "q.safetensors" +
-                              " --format " + f.name + " --backend cpu");
+  const RunResult q =
+      run_mxq("quantize " + dir / "in.safetensors " + dir / "q.safetensors" + " --format " + f.name + " --backend cpu");
   ASSERT_EQ(q.exit_code, 0) << q.output;
   EXPECT_NE(q.output.find("model.layers.0.self_attn.q_proj.weight"), std::string::npos);
 
@@ -113,8 +113,7 @@ TEST_P(RoundTrip, QuantizeInspectDequantize) {
                              "lm_head.weight", "model.step"}) {
       const st::TensorInfo* t = v.find(kept);
       ASSERT_NE(t, nullptr) << kept;
-      const auto& orig = *std::find_if(model.begin(), model.end(),
-                                       [&](const Tensor& m) { return m.name == kept; });
+      const auto& orig = *std::find_if(model.begin(), model.end(), [&](const Tensor& m) { return m.name == kept; });
       EXPECT_EQ(t->dtype, orig.dtype);
       EXPECT_EQ(t->shape, orig.shape);
       EXPECT_EQ(std::memcmp(v.data(*t), orig.bytes.data(), orig.bytes.size()), 0) << kept;
@@ -130,16 +129,12 @@ TEST_P(RoundTrip, QuantizeInspectDequantize) {
     EXPECT_EQ(config["config_groups"]["group_0"]["weights"]["num_bits"], f.fp4 ? 4 : 8);
   }
 
-  const RunResult inspect = run_mxq("inspect " + dir / "q.safetensors --stats " +
-                                    dir / "in.safetensors --backend cpu");
+  const RunResult inspect = run_mxq("inspect " + dir / "q.safetensors --stats " + dir / "in.safetensors --backend cpu");
   ASSERT_EQ(inspect.exit_code, 0) << inspect.output;
   EXPECT_NE(inspect.output.find(std::string("format ") + f.name), std::string::npos);
-  EXPECT_NE(inspect.output.find("scales of model.layers.0.mlp.down_proj.weight"),
-            std::string::npos)
-      << inspect.output;
+  EXPECT_NE(inspect.output.find("scales of model.layers.0.mlp.down_proj.weight"), std::string::npos) << inspect.output;
 
-  const RunResult d =
-      run_mxq("dequantize " + dir / "q.safetensors " + dir / "d.safetensors --backend cpu");
+  const RunResult d = run_mxq("dequantize " + dir / "q.safetensors " + dir / "d.safetensors --backend cpu");
   ASSERT_EQ(d.exit_code, 0) << d.output;
   st::SafetensorsFile back(dir / "d.safetensors");
   EXPECT_EQ(back.view().tensors().size(), model.size());
@@ -167,9 +162,8 @@ INSTANTIATE_TEST_SUITE_P(EveryFormat, RoundTrip, ::testing::ValuesIn(kFormats),
 
 TEST(RoundTripOptions, FloorRuleAndPartialInputDims) {
   ScratchDir dir;
-  write_checkpoint(dir / "in.safetensors",
-                   {normal_tensor("big.weight", "BF16", {40, 96}, 9),
-                    normal_tensor("odd.weight", "BF16", {4, 48}, 10)});
+  write_checkpoint(dir / "in.safetensors", {normal_tensor("big.weight", "BF16", {40, 96}, 9),
+                                            normal_tensor("odd.weight", "BF16", {4, 48}, 10)});
   const RunResult q = run_mxq("quantize " + dir / "in.safetensors " + dir / "q.safetensors" +
                               " --format mxfp8 --scale-rule floor --no-stats");
   ASSERT_EQ(q.exit_code, 0) << q.output;
@@ -182,8 +176,7 @@ TEST(RoundTripOptions, FloorRuleAndPartialInputDims) {
 
   const RunResult d = run_mxq("dequantize " + dir / "q.safetensors " + dir / "d.safetensors");
   ASSERT_EQ(d.exit_code, 0) << d.output;
-  const RunResult stats =
-      run_mxq("inspect " + dir / "d.safetensors --stats " + dir / "in.safetensors");
+  const RunResult stats = run_mxq("inspect " + dir / "d.safetensors --stats " + dir / "in.safetensors");
   ASSERT_EQ(stats.exit_code, 0) << stats.output;
   EXPECT_NE(stats.output.find("inf"), std::string::npos) << "odd.weight is copied exactly";
 }
@@ -192,16 +185,15 @@ TEST(RoundTripOptions, FloorRuleAndPartialInputDims) {
 TEST(RoundTripOptions, SettingsLoadersMisreadAreRefused) {
   ScratchDir dir;
   write_checkpoint(dir / "in.safetensors", {normal_tensor("a.weight", "BF16", {8, 64}, 1)});
-  const RunResult blocked = run_mxq("quantize " + dir / "in.safetensors " + dir / "q.safetensors" +
-                                    " --format mxfp8 --scale-layout blocked");
+  const RunResult blocked =
+      run_mxq("quantize " + dir / "in.safetensors " + dir / "q.safetensors" + " --format mxfp8 --scale-layout blocked");
   EXPECT_EQ(blocked.exit_code, 2);
   EXPECT_NE(blocked.output.find("--scale-layout blocked: compressed-tensors loaders"), std::string::npos)
       << blocked.output;
-  const RunResult e5m2 = run_mxq("quantize " + dir / "in.safetensors " + dir / "q.safetensors" +
-                                 " --format mxfp8_e5m2");
+  const RunResult e5m2 =
+      run_mxq("quantize " + dir / "in.safetensors " + dir / "q.safetensors" + " --format mxfp8_e5m2");
   EXPECT_EQ(e5m2.exit_code, 2);
-  EXPECT_NE(e5m2.output.find("--format mxfp8_e5m2: compressed-tensors has no e5m2"), std::string::npos)
-      << e5m2.output;
+  EXPECT_NE(e5m2.output.find("--format mxfp8_e5m2: compressed-tensors has no e5m2"), std::string::npos) << e5m2.output;
   EXPECT_FALSE(file_exists(dir / "q.safetensors"));
 }
 

@@ -32,10 +32,14 @@ static_assert(offsetof(mxq_dequantize_args, batch) == 16 && offsetof(mxq_dequant
                   offsetof(mxq_dequantize_args, stream) == 104 && sizeof(mxq_dequantize_args) == 112,
               "mxq_dequantize_args");
 static_assert(offsetof(mxq_pad_args, alignment) == 72 && offsetof(mxq_pad_args, out) == 80 &&
-                  offsetof(mxq_pad_args, amax) == 120 && sizeof(mxq_pad_args) == 128, "mxq_pad_args");
-static_assert(offsetof(mxq_unpad_args, rows) == 80 && offsetof(mxq_unpad_args, amax) == 112 && sizeof(mxq_unpad_args) == 120, "mxq_unpad_args");
+                  offsetof(mxq_pad_args, amax) == 120 && sizeof(mxq_pad_args) == 128,
+              "mxq_pad_args");
+static_assert(offsetof(mxq_unpad_args, rows) == 80 && offsetof(mxq_unpad_args, amax) == 112 &&
+                  sizeof(mxq_unpad_args) == 120,
+              "mxq_unpad_args");
 static_assert(offsetof(mxq_swizzle_args, group_axis) == 32 && offsetof(mxq_swizzle_args, groups) == 40 &&
-                  sizeof(mxq_swizzle_args) == 80, "mxq_swizzle_args");
+                  sizeof(mxq_swizzle_args) == 80,
+              "mxq_swizzle_args");
 static_assert(sizeof(mxq_swiglu_params) == 16, "mxq_swiglu_params");
 static_assert(offsetof(mxq_swiglu_args, swiglu) == 192 && offsetof(mxq_swiglu_args, weights) == 208 &&
                   offsetof(mxq_swiglu_args, activation) == 216 && sizeof(mxq_swiglu_args) == 224,
@@ -48,14 +52,16 @@ static_assert(offsetof(mxq_swiglu_backward_args, grad) == 192 && offsetof(mxq_sw
 // The C constants are the C++ enum values.
 static_assert(MXQ_ERR_INVALID_OFFSETS == int(Code::invalid_offsets) && MXQ_ERR_UNSUPPORTED == int(Code::unsupported) &&
               MXQ_ERR_CUDA == int(Code::cuda_error) && MXQ_ERR_INVALID_ARGUMENT == int(Code::invalid_argument));
-static_assert(MXQ_DTYPE_U8 == int(DType::u8) && MXQ_DTYPE_FP32 == int(DType::fp32) && MXQ_DTYPE_FP16 == int(DType::fp16));
+static_assert(MXQ_DTYPE_U8 == int(DType::u8) && MXQ_DTYPE_FP32 == int(DType::fp32) &&
+              MXQ_DTYPE_FP16 == int(DType::fp16));
 static_assert(MXQ_FORMAT_NVFP4 == int(Format::nvfp4) && MXQ_FORMAT_MXFP4 == int(Format::mxfp4) &&
               MXQ_FORMAT_MXFP8_E5M2 == int(Format::mxfp8_e5m2));
 static_assert(MXQ_RULE_FLOOR == int(ScaleRule::floor) && MXQ_LAYOUT_BLOCKED == int(ScaleLayout::blocked));
 static_assert(MXQ_DIRECTION_BOTH == int(Direction::both) && MXQ_DIRECTION_COLWISE == int(Direction::colwise));
 static_assert(MXQ_BACKEND_CUDA == int(Backend::cuda) && MXQ_BACKEND_CPU == int(Backend::cpu) &&
               MXQ_BACKEND_CUDA_UNCHECKED == int(Backend::cuda_unchecked));
-static_assert(MXQ_SCALE_GROUPS_ALONG_K == int(ScaleGroups::along_k) && MXQ_SCALE_GROUPS_ALONG_M == int(ScaleGroups::along_m));
+static_assert(MXQ_SCALE_GROUPS_ALONG_K == int(ScaleGroups::along_k) &&
+              MXQ_SCALE_GROUPS_ALONG_M == int(ScaleGroups::along_m));
 
 constexpr int64_t M = 96, K = 64;
 
@@ -66,9 +72,7 @@ struct Fixture {
     Rng rng = Rng::fresh();
     x = normal_tensor(rng, DType::bf16, 1, M, K);
   }
-  mxq_tensor_view c_view() const {
-    return {x.bytes.data(), 1, M, K, 0, 0, MXQ_DTYPE_BF16};
-  }
+  mxq_tensor_view c_view() const { return {x.bytes.data(), 1, M, K, 0, 0, MXQ_DTYPE_BF16}; }
   mxq_token_groups c_groups() const { return {ends.data(), static_cast<int64_t>(ends.size())}; }
   TokenGroups groups() const { return {ends.data(), static_cast<int64_t>(ends.size())}; }
 };
@@ -78,10 +82,14 @@ struct QuantizeOut {
   std::vector<float> s_enc, s_dec;
   std::vector<int32_t> starts, ends;
   explicit QuantizeOut(const QuantizeSizes& s)
-      : row_data(size_t(s.row_data_bytes), 1), row_scales(size_t(s.row_scale_bytes), 1),
-        col_data(size_t(s.col_data_bytes), 1), col_scales(size_t(s.col_scale_bytes), 1),
-        s_enc(size_t(s.tensor_scale_count), -1), s_dec(size_t(s.tensor_scale_count), -1),
-        starts(size_t(s.padded_offset_count), -1), ends(size_t(s.padded_offset_count), -1) {}
+      : row_data(size_t(s.row_data_bytes), 1),
+        row_scales(size_t(s.row_scale_bytes), 1),
+        col_data(size_t(s.col_data_bytes), 1),
+        col_scales(size_t(s.col_scale_bytes), 1),
+        s_enc(size_t(s.tensor_scale_count), -1),
+        s_dec(size_t(s.tensor_scale_count), -1),
+        starts(size_t(s.padded_offset_count), -1),
+        ends(size_t(s.padded_offset_count), -1) {}
   bool operator==(const QuantizeOut& o) const {
     return row_data == o.row_data && row_scales == o.row_scales && col_data == o.col_data &&
            col_scales == o.col_scales && s_enc == o.s_enc && s_dec == o.s_dec && starts == o.starts && ends == o.ends;
@@ -106,7 +114,7 @@ TEST(CAbi, QuantizeAndDequantizeMatchTheCppApi) {
   a.groups = {f.groups(), 32, 32};
   a.backend = Backend::cpu;
 
-  struct mxq_quantize_sizes cs{};
+  struct mxq_quantize_sizes cs {};
   ASSERT_EQ(mxq_quantize_sizes(&ca, &cs), MXQ_OK) << mxq_last_error();
   QuantizeSizes s;
   ASSERT_TRUE(quantize_sizes(a, &s).ok());
@@ -131,7 +139,7 @@ TEST(CAbi, QuantizeAndDequantizeMatchTheCppApi) {
   ca.padded_ends = via_c.ends.data();
   ASSERT_EQ(mxq_quantize(&ca), MXQ_OK) << mxq_last_error();
   a.out = {via_cpp.row_data.data(), via_cpp.row_scales.data(), via_cpp.col_data.data(), via_cpp.col_scales.data(),
-           via_cpp.s_enc.data(),    via_cpp.s_dec.data(),      via_cpp.starts.data(),    via_cpp.ends.data()};
+           via_cpp.s_enc.data(),    via_cpp.s_dec.data(),      via_cpp.starts.data(),   via_cpp.ends.data()};
   ASSERT_TRUE(quantize(a).ok());
   EXPECT_TRUE(via_c == via_cpp);
   EXPECT_NE(via_c.s_enc[0], -1.0f);
@@ -264,7 +272,7 @@ TEST(CAbi, ErrorsGiveTheCodeAndAThreadLocalMessage) {
   ca.input = f.c_view();
   ca.format = 9;
   ca.direction = MXQ_DIRECTION_ROWWISE;
-  struct mxq_quantize_sizes cs{};
+  struct mxq_quantize_sizes cs {};
   EXPECT_EQ(mxq_quantize_sizes(&ca, &cs), MXQ_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(mxq_last_error()).find("quantize_sizes: params.format (9) is not a format"), std::string::npos)
       << mxq_last_error();
@@ -306,11 +314,12 @@ TEST(CAbi, ErrorsGiveTheCodeAndAThreadLocalMessage) {
   EXPECT_EQ(mxq_swizzle(&sw), mxq_cuda_available() ? MXQ_ERR_INVALID_ARGUMENT : MXQ_ERR_UNSUPPORTED);
   EXPECT_EQ(mxq_cuda_available(), cuda_available() ? 1 : 0);
 
-  for (auto call : {+[] { return mxq_dequantize(nullptr); }, +[] { return mxq_pad(nullptr); },
-                    +[] { return mxq_unpad(nullptr); }, +[] { return mxq_swizzle(nullptr); },
-                    +[] { return mxq_unswizzle(nullptr, nullptr); }, +[] { return mxq_tensor_amax(nullptr, nullptr, 0, nullptr); },
-                    +[] { return mxq_validate_group_ends(nullptr, 0, 0, nullptr); },
-                    +[] { return mxq_quantize_sizes(nullptr, nullptr); }}) {
+  for (auto call :
+       {+[] { return mxq_dequantize(nullptr); }, +[] { return mxq_pad(nullptr); }, +[] { return mxq_unpad(nullptr); },
+        +[] { return mxq_swizzle(nullptr); }, +[] { return mxq_unswizzle(nullptr, nullptr); },
+        +[] { return mxq_tensor_amax(nullptr, nullptr, 0, nullptr); },
+        +[] { return mxq_validate_group_ends(nullptr, 0, 0, nullptr); },
+        +[] { return mxq_quantize_sizes(nullptr, nullptr); }}) {
     EXPECT_EQ(call(), MXQ_ERR_INVALID_ARGUMENT);
     EXPECT_NE(std::string(mxq_last_error()).find(" is null"), std::string::npos) << mxq_last_error();
   }

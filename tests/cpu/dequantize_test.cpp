@@ -33,8 +33,9 @@ bool fp4(Format f) { return f == Format::mxfp4 || f == Format::nvfp4; }
 // x = decode(q) * 2^(b-127) (MX) or decode(q) * sf * s_dec (NVFP4) in fp32; NaN scale gives NaN.
 float expected_value(Format f, uint32_t code, uint8_t sb, float s_dec) {
   static const oracle::ValueTable e4m3 = oracle::make_table(oracle::kE4M3);
-  const oracle::FormatDesc elem = f == Format::mxfp8 ? oracle::kE4M3
-                                  : f == Format::mxfp8_e5m2 ? oracle::kE5M2 : oracle::kE2M1;
+  const oracle::FormatDesc elem = f == Format::mxfp8        ? oracle::kE4M3
+                                  : f == Format::mxfp8_e5m2 ? oracle::kE5M2
+                                                            : oracle::kE2M1;
   const float q = static_cast<float>(oracle::decode_value(elem, code));
   if (f == Format::nvfp4) {
     if (sb == 0x7F) return NAN;
@@ -44,9 +45,7 @@ float expected_value(Format f, uint32_t code, uint8_t sb, float s_dec) {
   return static_cast<float>(static_cast<double>(q) * std::ldexp(1.0, sb - 127));
 }
 
-bool same_value(float a, float b) {
-  return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0;
-}
+bool same_value(float a, float b) { return (std::isnan(a) && std::isnan(b)) || std::memcmp(&a, &b, sizeof a) == 0; }
 
 // Linear scales, no groups: read codes and scales by their logical position and compare.
 TEST(DequantizeCpu, MatchesDefinitionLinear) {

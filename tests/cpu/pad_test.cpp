@@ -24,8 +24,7 @@ struct Payload {
   std::vector<uint8_t> bytes;
 
   Payload(Rng& rng, DType t, int64_t M, int64_t width, int64_t stride)
-      : dtype(t), rows(M), cols(width), row_stride(stride),
-        bytes(static_cast<size_t>(M * stride * dtype_size(t))) {
+      : dtype(t), rows(M), cols(width), row_stride(stride), bytes(static_cast<size_t>(M * stride * dtype_size(t))) {
     for (auto& b : bytes) b = static_cast<uint8_t>(rng.bits32());
   }
   int64_t row_bytes() const { return cols * dtype_size(dtype); }

@@ -27,11 +27,10 @@ const ScaleLayout kLayouts[] = {ScaleLayout::linear, ScaleLayout::blocked};
 bool is_fp4(Format f) { return f == Format::mxfp4 || f == Format::nvfp4; }
 
 std::string describe(const HostTensor& x, const QuantizeRequest& r) {
-  std::string s = "format " + std::to_string(int(r.params.format)) + " rule " +
-                  std::to_string(int(r.params.rule)) + " layout " + std::to_string(int(r.params.layout)) +
-                  " dir " + std::to_string(int(r.params.direction)) + " dtype " +
-                  std::to_string(int(x.dtype)) + " shape " + std::to_string(x.batch) + "x" +
-                  std::to_string(x.rows) + "x" + std::to_string(x.cols) + " strides " +
+  std::string s = "format " + std::to_string(int(r.params.format)) + " rule " + std::to_string(int(r.params.rule)) +
+                  " layout " + std::to_string(int(r.params.layout)) + " dir " +
+                  std::to_string(int(r.params.direction)) + " dtype " + std::to_string(int(x.dtype)) + " shape " +
+                  std::to_string(x.batch) + "x" + std::to_string(x.rows) + "x" + std::to_string(x.cols) + " strides " +
                   std::to_string(x.row_stride) + "/" + std::to_string(x.batch_stride) + " G " +
                   std::to_string(r.ends.size()) + " pad " + std::to_string(r.pad_rowwise) + "/" +
                   std::to_string(r.pad_colwise) + " ends";
@@ -157,7 +156,8 @@ TEST(QuantizeCpu, ShapeSweep) {
         if (!all_pairs && K > 160 && M > 33) continue;  // large shapes: mxfp8 only
         if (K % 32 && f != Format::nvfp4 && K != 48 && K != 16) continue;
         Direction d = all_pairs ? Direction::rowwise : (M % 2 || !is_fp4(f) ? Direction::rowwise : Direction::both);
-        const HostTensor x = M * K <= 40000 ? normal_tensor(rng, DType::bf16, 1, M, K) : pooled_normal_tensor(rng, M, K);
+        const HostTensor x =
+            M * K <= 40000 ? normal_tensor(rng, DType::bf16, 1, M, K) : pooled_normal_tensor(rng, M, K);
         if (M * K <= 40000) {
           expect_matches_reference(x, request(f, d, ScaleLayout::blocked));
         } else {
@@ -366,7 +366,8 @@ TEST(QuantizeCpu, Nvfp4CallerAmaxAndTies) {
   // element sits on an E2M1 tie: 0.25 -> 0, 0.75 -> 1.0, 1.25 -> 1.0, 1.75 -> 2, 2.5 -> 2,
   // 3.5 -> 4, 5 -> 4 (ties to the even code).
   HostTensor x(DType::fp32, 1, 1, 16);
-  const float v[] = {6.0f, 0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, -5.0f, -0.25f, 0.0f, -0.0f, 0.0f, 0.0f, 0.0f, 0.0f};
+  const float v[] = {6.0f,  0.25f,  0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f,
+                     -5.0f, -0.25f, 0.0f,  -0.0f, 0.0f,  0.0f, 0.0f, 0.0f};
   const uint32_t want[] = {7, 0, 2, 2, 4, 4, 6, 6, 0xE, 0x8, 0, 0x8, 0, 0, 0, 0};
   for (int64_t k = 0; k < 16; ++k) x.set(0, 0, k, v[k]);
   QuantizeRequest r = request(Format::nvfp4, Direction::rowwise, ScaleLayout::linear);
@@ -469,9 +470,14 @@ TEST(QuantizeCpu, AmaxOutputIsTheTensorAmax) {
 
 TEST(QuantizeCpu, RoundTripSqnr) {
   MXQ_FRESH_RNG(rng);
-  const struct { Format f; double min_db; const char* name; } cases[] = {
-      {Format::mxfp8, 28.0, "mxfp8"}, {Format::mxfp8_e5m2, 22.0, "mxfp8_e5m2"},
-      {Format::mxfp4, 13.0, "mxfp4"}, {Format::nvfp4, 16.0, "nvfp4"}};
+  const struct {
+    Format f;
+    double min_db;
+    const char* name;
+  } cases[] = {{Format::mxfp8, 28.0, "mxfp8"},
+               {Format::mxfp8_e5m2, 22.0, "mxfp8_e5m2"},
+               {Format::mxfp4, 13.0, "mxfp4"},
+               {Format::nvfp4, 16.0, "nvfp4"}};
   const int64_t M = 256, K = 1024;
   const HostTensor x = normal_tensor(rng, DType::bf16, 1, M, K);
   std::vector<float> ref(size_t(M * K));
@@ -534,8 +540,8 @@ TEST(QuantizeCpu, GivenAmaxInATensorScaleOutput) {
     got.s_enc.resize(3);
     got.s_dec.resize(3);
     (in_s_dec ? got.s_dec : got.s_enc) = req.tensor_amax;
-    a.out = {got.row_data.data(), got.row_scales.data(), got.col_data.data(), got.col_scales.data(),
-             got.s_enc.data(), got.s_dec.data()};
+    a.out = {got.row_data.data(),   got.row_scales.data(), got.col_data.data(),
+             got.col_scales.data(), got.s_enc.data(),      got.s_dec.data()};
     a.tensor_amax = in_s_dec ? got.s_dec.data() : got.s_enc.data();
     const Status st = quantize(a);
     ASSERT_TRUE(st.ok()) << st.message();

@@ -53,8 +53,8 @@ std::string describe(DType t, const Case& c, SwigluVariant v, SwigluLayout l, bo
   return std::string(to_string(t)) + " " + to_string(c.format) + " " + to_string(c.direction) + " " +
          to_string(c.layout) + " G=" + std::to_string(c.groups) + " pad=" + std::to_string(c.pad) +
          (v == SwigluVariant::clamped ? " clamped" : " silu") +
-         (l == SwigluLayout::interleaved ? " interleaved" : " concatenated") + (w ? " weighted" : "") + " M=" +
-         std::to_string(M) + " F=" + std::to_string(F);
+         (l == SwigluLayout::interleaved ? " interleaved" : " concatenated") + (w ? " weighted" : "") +
+         " M=" + std::to_string(M) + " F=" + std::to_string(F);
 }
 
 TEST(SwigluCpu, QuantizedOutputsAreQuantizeOfTheActivation) {
@@ -192,7 +192,10 @@ TEST(SwigluCpu, ErrorsNameTheArgumentAndRule) {
                "swiglu.limit");
   expect_error(forward_error([](SwigluArgs& a) { a.activation = const_cast<void*>(a.input.data); }),
                "activation overlaps input.data");
-  expect_error(forward_error([](SwigluArgs& a) { a.params.format = Format::mxfp4; a.input.cols = 2 * 31; }),
+  expect_error(forward_error([](SwigluArgs& a) {
+                 a.params.format = Format::mxfp4;
+                 a.input.cols = 2 * 31;
+               }),
                "activation.cols");
   expect_error(forward_error([](SwigluArgs& a) { a.out.row_data = nullptr; }), "out.row_data is null");
 

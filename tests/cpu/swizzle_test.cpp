@@ -62,7 +62,9 @@ std::vector<uint8_t> random_bytes(Rng& rng, int64_t n) {
 
 TEST(SwizzleCpu, SpecOffsets) {
   // docs/spec.md section 5 checks, through the op: a single 1 at (r, c) of a 256 x 8 matrix (nc = 2).
-  struct Case { int64_t r, c, off; };
+  struct Case {
+    int64_t r, c, off;
+  };
   for (const Case& k : {Case{0, 0, 0}, Case{0, 1, 1}, Case{32, 0, 4}, Case{1, 0, 16}, Case{127, 3, 511},
                         Case{0, 4, 512}, Case{128, 0, 1024}, Case{200, 5, 1673}}) {
     SCOPED_TRACE(::testing::Message() << "(" << k.r << ", " << k.c << ")");
@@ -117,7 +119,8 @@ void check_groups_m(const std::vector<uint8_t>& in, int64_t rows, int64_t cols, 
     for (int64_t i = 0; i < e - b; ++i)
       for (int64_t c = 0; c < cols; ++c) {
         const int64_t off = start_row * Cp + num::blocked_offset(i, c, Cp / 4);
-        ASSERT_EQ(out[static_cast<size_t>(off)], in[static_cast<size_t>((b + i) * cols + c)]) << "row " << b + i << " col " << c;
+        ASSERT_EQ(out[static_cast<size_t>(off)], in[static_cast<size_t>((b + i) * cols + c)])
+            << "row " << b + i << " col " << c;
         expect_back[static_cast<size_t>((b + i) * cols + c)] = in[static_cast<size_t>((b + i) * cols + c)];
         ++placed;
       }
@@ -139,7 +142,8 @@ void check_groups_k(const std::vector<uint8_t>& in, int64_t rows, int64_t cols, 
     for (int64_t r = 0; r < rows; ++r)
       for (int64_t l = 0; l < e - b; ++l) {
         const int64_t off = Rp * start_col + num::blocked_offset(r, l, q / 4);
-        ASSERT_EQ(out[static_cast<size_t>(off)], in[static_cast<size_t>(r * cols + b + l)]) << "row " << r << " col " << b + l;
+        ASSERT_EQ(out[static_cast<size_t>(off)], in[static_cast<size_t>(r * cols + b + l)])
+            << "row " << r << " col " << b + l;
         expect_back[static_cast<size_t>(r * cols + b + l)] = in[static_cast<size_t>(r * cols + b + l)];
         ++placed;
       }

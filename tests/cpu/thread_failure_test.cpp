@@ -41,8 +41,8 @@ std::vector<uint8_t> quantize_bytes(const std::vector<float>& x, int64_t M, int6
   q.backend = mxq::Backend::cpu;
   mxq::QuantizeSizes sz;
   EXPECT_TRUE(mxq::quantize_sizes(q, &sz).ok());
-  std::vector<uint8_t> out(static_cast<size_t>(sz.row_data_bytes + sz.row_scale_bytes + sz.col_data_bytes +
-                                               sz.col_scale_bytes), 0xA5);
+  std::vector<uint8_t> out(
+      static_cast<size_t>(sz.row_data_bytes + sz.row_scale_bytes + sz.col_data_bytes + sz.col_scale_bytes), 0xA5);
   uint8_t* p = out.data();
   q.out.row_data = p;
   q.out.row_scales = p + sz.row_data_bytes;

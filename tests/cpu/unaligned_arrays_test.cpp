@@ -48,9 +48,14 @@ Outputs run(const std::vector<float>& x, int64_t M, int64_t K, const std::vector
   const size_t off = misalign ? 1 : 0;  // float / int32 outputs one byte past alignment
   for (auto* v : {&o.s_enc, &o.s_dec, &o.amax}) v->assign(4 + off, 0);
   for (auto* v : {&o.starts, &o.ends}) v->assign(4 * ends_in.size() + off, 0);
-  q.out = {o.row_data.data(), o.row_scales.data(), o.col_data.data(), o.col_scales.data(),
-           reinterpret_cast<float*>(o.s_enc.data() + off), reinterpret_cast<float*>(o.s_dec.data() + off),
-           reinterpret_cast<int32_t*>(o.starts.data() + off), reinterpret_cast<int32_t*>(o.ends.data() + off),
+  q.out = {o.row_data.data(),
+           o.row_scales.data(),
+           o.col_data.data(),
+           o.col_scales.data(),
+           reinterpret_cast<float*>(o.s_enc.data() + off),
+           reinterpret_cast<float*>(o.s_dec.data() + off),
+           reinterpret_cast<int32_t*>(o.starts.data() + off),
+           reinterpret_cast<int32_t*>(o.ends.data() + off),
            reinterpret_cast<float*>(o.amax.data() + off)};
   const Status st = quantize(q);
   EXPECT_TRUE(st.ok()) << st.message();

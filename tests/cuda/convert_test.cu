@@ -77,7 +77,8 @@ __global__ void compare_e2m1_words(uint32_t base, uint64_t words, uint32_t strid
 Mismatches compare_e2m1(uint32_t base, uint64_t count, uint32_t stride, int scale_byte) {
   DeviceBuffer buf(sizeof(Mismatches));
   buf.fill(0);
-  compare_e2m1_words<<<1024, 256>>>(base, (count + 7) / 8, stride, scale_byte, reinterpret_cast<Mismatches*>(buf.get()));
+  compare_e2m1_words<<<1024, 256>>>(base, (count + 7) / 8, stride, scale_byte,
+                                    reinterpret_cast<Mismatches*>(buf.get()));
   Mismatches m{};
   EXPECT_EQ(cudaGetLastError(), cudaSuccess);
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);
@@ -129,7 +130,8 @@ __global__ void compare_fp16_pairs(int scale_byte, Mismatches* out) {
     for (int k = 0; k < 4; ++k) pairs[k] = cuda::fp16x2_scaled_odd_pair(in[2 * k] | (in[2 * k + 1] << 16));
     const uint32_t word = cuda::encode_e2m1_pow2_pairs<4>(pairs, pow2 * cuda::kFp16PairsScale);
     for (int j = 0; j < 8; ++j) {
-      if (((word >> (4 * j)) & 0xFu) != num::encode<num::E2M1>(num::fp16_to_float(static_cast<uint16_t>(in[j])) * pow2)) {
+      if (((word >> (4 * j)) & 0xFu) !=
+          num::encode<num::E2M1>(num::fp16_to_float(static_cast<uint16_t>(in[j])) * pow2)) {
         if (atomicAdd(&out->count, 1ull) == 0) out->first_input = in[j];
       }
     }
@@ -192,7 +194,8 @@ __global__ void compare_nvfp4_multipliers(const float* s_dec, int n, Mismatches*
 TEST(CudaConvert, Nvfp4MultipliersEqualNumerics) {
   // Both sides of the fast range's ends, the ends of the fp32 range and random values across it.
   std::vector<float> s_dec;
-  for (float edge : {cuda::kernels::quantize::kNvfp4FastSdecMin, cuda::kernels::quantize::kNvfp4FastSdecEnd, 0x1p-149f, num::kFltMax, 1.0f}) {
+  for (float edge : {cuda::kernels::quantize::kNvfp4FastSdecMin, cuda::kernels::quantize::kNvfp4FastSdecEnd, 0x1p-149f,
+                     num::kFltMax, 1.0f}) {
     const uint32_t b = num::f2u(edge);
     for (uint32_t d = 0; d < 64; ++d) {
       if (b >= d) s_dec.push_back(num::u2f(b - d));

@@ -47,10 +47,10 @@ inline bool quick_mode() {
   return e != nullptr && *e != '\0' && *e != '0';
 }
 
-#define MXQ_CUDA_CHECK(expr)                                                                   \
-  do {                                                                                         \
-    const cudaError_t mxq_e_ = (expr);                                                         \
-    ASSERT_EQ(mxq_e_, cudaSuccess) << #expr << ": " << cudaGetErrorString(mxq_e_);             \
+#define MXQ_CUDA_CHECK(expr)                                                       \
+  do {                                                                             \
+    const cudaError_t mxq_e_ = (expr);                                             \
+    ASSERT_EQ(mxq_e_, cudaSuccess) << #expr << ": " << cudaGetErrorString(mxq_e_); \
   } while (0)
 
 // Device memory owned by a test (the ops themselves never allocate).
@@ -65,13 +65,18 @@ class DeviceBuffer {
   }
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) { o.ptr_ = nullptr; o.bytes_ = 0; }
+  DeviceBuffer(DeviceBuffer&& o) noexcept : ptr_(o.ptr_), bytes_(o.bytes_) {
+    o.ptr_ = nullptr;
+    o.bytes_ = 0;
+  }
   DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
     std::swap(ptr_, o.ptr_);
     std::swap(bytes_, o.bytes_);
     return *this;
   }
-  ~DeviceBuffer() { if (ptr_) cudaFree(ptr_); }
+  ~DeviceBuffer() {
+    if (ptr_) cudaFree(ptr_);
+  }
 
   uint8_t* get() const { return static_cast<uint8_t*>(ptr_); }
   size_t size() const { return bytes_; }
@@ -124,10 +129,14 @@ DeviceBuffer device_copy(const std::vector<T>& v) {
 struct DeviceOutputs {
   DeviceBuffer row_data, row_scales, col_data, col_scales, s_enc, s_dec, padded_starts, padded_ends;
   explicit DeviceOutputs(const QuantizeSizes& s)
-      : row_data(size_t(s.row_data_bytes)), row_scales(size_t(s.row_scale_bytes)),
-        col_data(size_t(s.col_data_bytes)), col_scales(size_t(s.col_scale_bytes)),
-        s_enc(size_t(s.tensor_scale_count) * 4), s_dec(size_t(s.tensor_scale_count) * 4),
-        padded_starts(size_t(s.padded_offset_count) * 4), padded_ends(size_t(s.padded_offset_count) * 4) {}
+      : row_data(size_t(s.row_data_bytes)),
+        row_scales(size_t(s.row_scale_bytes)),
+        col_data(size_t(s.col_data_bytes)),
+        col_scales(size_t(s.col_scale_bytes)),
+        s_enc(size_t(s.tensor_scale_count) * 4),
+        s_dec(size_t(s.tensor_scale_count) * 4),
+        padded_starts(size_t(s.padded_offset_count) * 4),
+        padded_ends(size_t(s.padded_offset_count) * 4) {}
   void fill(uint8_t p) const {
     for (const DeviceBuffer* b :
          {&row_data, &row_scales, &col_data, &col_scales, &s_enc, &s_dec, &padded_starts, &padded_ends}) {
@@ -136,8 +145,14 @@ struct DeviceOutputs {
   }
   QuantizeOutputs outputs(Direction d) const {
     QuantizeOutputs o;
-    if (has_rowwise(d)) { o.row_data = row_data.get(); o.row_scales = row_scales.get(); }
-    if (has_colwise(d)) { o.col_data = col_data.get(); o.col_scales = col_scales.get(); }
+    if (has_rowwise(d)) {
+      o.row_data = row_data.get();
+      o.row_scales = row_scales.get();
+    }
+    if (has_colwise(d)) {
+      o.col_data = col_data.get();
+      o.col_scales = col_scales.get();
+    }
     if (s_enc.size()) {
       o.s_enc = reinterpret_cast<float*>(s_enc.get());
       o.s_dec = reinterpret_cast<float*>(s_dec.get());
@@ -192,8 +207,8 @@ auto run_poisoned_twice(Poison&& poison, Op&& op, Download&& download) -> std::a
 // The cuda quantize `a` (its outputs in `out`, of sizes `s`), run with two poison patterns; EXPECTs
 // that every output byte was written and returns the outputs.
 inline QuantizeResult quantize_poisoned_twice(const QuantizeArgs& a, const DeviceOutputs& out, const QuantizeSizes& s) {
-  const auto r = run_poisoned_twice([&](uint8_t p) { out.fill(p); }, [&] { return quantize(a); },
-                                    [&] { return out.download(s); });
+  const auto r =
+      run_poisoned_twice([&](uint8_t p) { out.fill(p); }, [&] { return quantize(a); }, [&] { return out.download(s); });
   expect_every_byte_written(r[0], r[1], "cuda ");
   return r[0];
 }
@@ -313,15 +328,16 @@ struct EmptyGroupsCase {
   std::vector<int32_t> ends;
 };
 inline const std::vector<EmptyGroupsCase> kEmptyGroupsCases = {
-    {0, 64, {0, 0, 0, 0}}, {300, 96, {0, 0, 0}}, {300, 96, {0, 0, 0, 300}}, {256, 256, {128, 256}},
-    {48, 0, {20}}, {16, 0, {6, 10, 15, 16}}};
+    {0, 64, {0, 0, 0, 0}},  {300, 96, {0, 0, 0}}, {300, 96, {0, 0, 0, 300}},
+    {256, 256, {128, 256}}, {48, 0, {20}},        {16, 0, {6, 10, 15, 16}}};
 
 inline std::string describe(const HostTensor& h, const QuantizeParams& p, size_t offset) {
   char buf[256];
-  std::snprintf(buf, sizeof buf, "dtype %d shape (%lld,%lld,%lld) strides (%lld,%lld) offset %zu format %d rule %d layout %d direction %d",
-                int(h.dtype), (long long)h.batch, (long long)h.rows, (long long)h.cols,
-                (long long)h.rstride(), (long long)h.bstride(), offset, int(p.format), int(p.rule),
-                int(p.layout), int(p.direction));
+  std::snprintf(
+      buf, sizeof buf,
+      "dtype %d shape (%lld,%lld,%lld) strides (%lld,%lld) offset %zu format %d rule %d layout %d direction %d",
+      int(h.dtype), (long long)h.batch, (long long)h.rows, (long long)h.cols, (long long)h.rstride(),
+      (long long)h.bstride(), offset, int(p.format), int(p.rule), int(p.layout), int(p.direction));
   return buf;
 }
 

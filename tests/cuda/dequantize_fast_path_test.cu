@@ -84,9 +84,9 @@ Mismatches run_exhaustive(Format f, const std::vector<float>& s_decs) {
 
 TEST(CudaDequantizeFastPath, FastPathEqualsNumericsEveryScaleAndCode) {
   const std::vector<float> one = {1.0f};
-  const std::vector<float> s_decs = {1.0f,         1.0f / 2688.0f, 3.7e-3f, 1e-30f,  2.5e-39f, 1.4e-45f, 0.0f, -0.0f,
-                                     -1.5f,        6.1e4f,         1e30f,   3.4e38f, 1.17549435e-38f, 7.0f,
-                                     123.456f,     -2.2e-40f,      5.877e-39f};
+  const std::vector<float> s_decs = {1.0f,     1.0f / 2688.0f, 3.7e-3f,   1e-30f, 2.5e-39f, 1.4e-45f,        0.0f,
+                                     -0.0f,    -1.5f,          6.1e4f,    1e30f,  3.4e38f,  1.17549435e-38f, 7.0f,
+                                     123.456f, -2.2e-40f,      5.877e-39f};
   for (Format f : {Format::mxfp8, Format::mxfp8_e5m2, Format::mxfp4, Format::nvfp4}) {
     const Mismatches m = run_exhaustive(f, f == Format::nvfp4 ? s_decs : one);
     EXPECT_EQ(m.count, 0u) << "format " << int(f) << " first: code 0x" << std::hex << m.code << " sb 0x" << m.sb
@@ -192,8 +192,8 @@ void expect_same(const QuantizeParams& params, Direction d, const Case& c, const
 
 TEST(CudaDequantizeFastPath, MatchesCpuPartialTilesWideRangesUnalignedPointers) {
   MXQ_FRESH_RNG(rng);
-  const Case cases[] = {{1, 200, 264}, {2, 136, 392}, {1, 72, 1032}, {3, 64, 256}, {1, 8, 8},   {1, 2, 8},
-                        {1, 1000, 40}, {1, 130, 520}, {1, 202, 264}, {2, 14, 16}, {1, 66, 1096}};
+  const Case cases[] = {{1, 200, 264}, {2, 136, 392}, {1, 72, 1032}, {3, 64, 256}, {1, 8, 8},    {1, 2, 8},
+                        {1, 1000, 40}, {1, 130, 520}, {1, 202, 264}, {2, 14, 16},  {1, 66, 1096}};
   for (const Case& c : cases) {
     for (Format f : {Format::mxfp8, Format::mxfp8_e5m2, Format::mxfp4, Format::nvfp4}) {
       for (ScaleLayout l : {ScaleLayout::linear, ScaleLayout::blocked}) {
@@ -213,7 +213,8 @@ TEST(CudaDequantizeFastPath, MatchesCpuPartialTilesWideRangesUnalignedPointers) 
             expect_same(req.params, d, c, q, DType::bf16, 1, 0);  // unaligned codes
             expect_same(req.params, d, c, q, DType::fp32, 0, 4);  // unaligned output
             if (f == Format::nvfp4) {
-              for (float s : {1e-40f, 3e38f, -2.0f, INFINITY, 0.0f}) expect_same(req.params, d, c, q, DType::bf16, 0, 0, s);
+              for (float s : {1e-40f, 3e38f, -2.0f, INFINITY, 0.0f})
+                expect_same(req.params, d, c, q, DType::bf16, 0, 0, s);
             }
           }
         }

@@ -67,9 +67,9 @@ TEST(CudaDequantize, MatchesCpuEveryLayoutDirectionAndDtype) {
           for (DType t : {DType::bf16, DType::fp16, DType::fp32}) {
             DequantCase c{req.params, sh[0], sh[1], sh[2], t};
             c.params.direction = d;
-            SCOPED_TRACE(::testing::Message() << "shape " << sh[0] << "x" << sh[1] << "x" << sh[2] << " format "
-                                              << int(f) << " layout " << int(l) << " direction " << int(d)
-                                              << " out " << int(t));
+            SCOPED_TRACE(::testing::Message()
+                         << "shape " << sh[0] << "x" << sh[1] << "x" << sh[2] << " format " << int(f) << " layout "
+                         << int(l) << " direction " << int(d) << " out " << int(t));
             const bool row = d == Direction::rowwise;
             const auto& data = row ? q.row_data : q.col_data;
             const auto& scales = row ? q.row_scales : q.col_scales;

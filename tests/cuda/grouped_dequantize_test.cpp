@@ -80,8 +80,10 @@ std::vector<uint8_t> cpu_dequantize(const QuantizeRequest& req, Direction d, int
 struct DeviceOperand {
   DeviceBuffer ends, data, scales, s_dec;
   DeviceOperand(const QuantizeRequest& req, Direction d, const QuantizeResult& q)
-      : ends(req.ends.size() * 4), data((d == Direction::rowwise ? q.row_data : q.col_data).size()),
-        scales((d == Direction::rowwise ? q.row_scales : q.col_scales).size()), s_dec(q.s_dec.size() * 4) {
+      : ends(req.ends.size() * 4),
+        data((d == Direction::rowwise ? q.row_data : q.col_data).size()),
+        scales((d == Direction::rowwise ? q.row_scales : q.col_scales).size()),
+        s_dec(q.s_dec.size() * 4) {
     upload(req, d, q);
   }
   void upload(const QuantizeRequest& req, Direction d, const QuantizeResult& q) const {
@@ -280,8 +282,10 @@ TEST(CudaGroupedDequantize, GraphReplayWithNewOffsets) {
       row_out.fill(uint8_t(kPoisonA + replay));
       col_out.fill(uint8_t(kPoisonB + replay));
       MXQ_CUDA_CHECK(graph.replay());
-      EXPECT_TRUE(bytes_equal(cpu_dequantize(req, Direction::rowwise, M, K, DType::bf16, q), row_out.download(), "rowwise"));
-      EXPECT_TRUE(bytes_equal(cpu_dequantize(req, Direction::colwise, M, K, DType::fp16, q), col_out.download(), "colwise"));
+      EXPECT_TRUE(
+          bytes_equal(cpu_dequantize(req, Direction::rowwise, M, K, DType::bf16, q), row_out.download(), "rowwise"));
+      EXPECT_TRUE(
+          bytes_equal(cpu_dequantize(req, Direction::colwise, M, K, DType::fp16, q), col_out.download(), "colwise"));
     }
   }
 }

@@ -78,9 +78,11 @@ struct DeviceGroupedCall {
     return a;
   }
   DeviceGroupedCall(const HostTensor& h, const QuantizeRequest& req, size_t offset = 0)
-      : in(h, offset), ends(device_copy(req.ends)),
+      : in(h, offset),
+        ends(device_copy(req.ends)),
         args(args_of(in.view, req, reinterpret_cast<const int32_t*>(ends.get()))),
-        sizes(sizes_of(args_of(in.view, req, req.ends.data()))), out(sizes) {
+        sizes(sizes_of(args_of(in.view, req, req.ends.data()))),
+        out(sizes) {
     args.out = out.outputs(req.params.direction);
   }
 };
@@ -94,8 +96,8 @@ QuantizeResult run_cuda_grouped(const HostTensor& h, const QuantizeRequest& req,
 std::string describe(const HostTensor& h, const QuantizeRequest& q) {
   std::string s = "dtype " + std::to_string(int(h.dtype)) + " M " + std::to_string(h.rows) + " K " +
                   std::to_string(h.cols) + " format " + std::to_string(int(q.params.format)) + " rule " +
-                  std::to_string(int(q.params.rule)) + " layout " + std::to_string(int(q.params.layout)) +
-                  " pad " + std::to_string(q.pad_rowwise) + "/" + std::to_string(q.pad_colwise) + " ends";
+                  std::to_string(int(q.params.rule)) + " layout " + std::to_string(int(q.params.layout)) + " pad " +
+                  std::to_string(q.pad_rowwise) + "/" + std::to_string(q.pad_colwise) + " ends";
   for (size_t i = 0; i < q.ends.size() && i < 64; ++i) s += " " + std::to_string(q.ends[i]);
   if (q.ends.size() > 64) s += " ...";
   return s;
@@ -298,8 +300,8 @@ TEST(CudaGroupedQuantize, GraphReplayWithNewOffsets) {
   for (const Case& c : {Case{Format::mxfp8, {32, 0}}, Case{Format::mxfp8, {0, 32}}, Case{Format::mxfp8, {32, 32}},
                         Case{Format::nvfp4, {32, 32}}}) {
     const Padding pad = c.pad;
-    QuantizeRequest req = grouped_request(c.format, ScaleRule::rceil, ScaleLayout::blocked,
-                                          random_group_ends(rng, M, G, 1, 5), pad);
+    QuantizeRequest req =
+        grouped_request(c.format, ScaleRule::rceil, ScaleLayout::blocked, random_group_ends(rng, M, G, 1, 5), pad);
     req.backend = Backend::cuda;
     DeviceGroupedCall call(h, req);
     CapturedGraph graph;

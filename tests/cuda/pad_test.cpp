@@ -1,7 +1,8 @@
 // Token padding on the cuda backend: pad and unpad byte for byte against the cpu backend (random
 // jagged groups, every dtype size, narrow and wide rows, alignments, up to 1024 groups, strided
 // and unaligned inputs), with the amax of the output for float dtypes; clamped bad offsets,
-// validate_group_ends messages, CUDA graph replay with new offsets in the same buffer. Speed is measured by mxq_bench (docs/performance.md), not here.
+// validate_group_ends messages, CUDA graph replay with new offsets in the same buffer. Speed is measured by mxq_bench
+// (docs/performance.md), not here.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -168,8 +169,8 @@ TEST(PadCuda, MatchesCpuOnJaggedGroups) {
   MXQ_FRESH_RNG(rng);
   const bool quick = quick_mode();
   const int64_t max_bytes = quick ? (int64_t(1) << 18) : (int64_t(1) << 21);
-  const std::vector<int64_t> counts = quick ? std::vector<int64_t>{1, 8, 64, 1024}
-                                            : std::vector<int64_t>{1, 4, 8, 16, 64, 256, 1024};
+  const std::vector<int64_t> counts =
+      quick ? std::vector<int64_t>{1, 8, 64, 1024} : std::vector<int64_t>{1, 4, 8, 16, 64, 256, 1024};
   const std::vector<int64_t> widths = quick ? std::vector<int64_t>{7, 160} : std::vector<int64_t>{7, 160, 2048, 7168};
   int n = 0;
   for (DType t : kDtypes)
@@ -237,7 +238,8 @@ TEST(PadCuda, ValidateReportsTheFirstBadEndLikeCpu) {
   }
   const Status dec = validate_on(Backend::cuda, {5, 50, 10}, 100);
   EXPECT_EQ(dec.code(), Code::invalid_offsets);
-  EXPECT_EQ(dec.message(), "validate_group_ends: groups.ends[2] (10) is less than groups.ends[1] (50): ends must not decrease");
+  EXPECT_EQ(dec.message(),
+            "validate_group_ends: groups.ends[2] (10) is less than groups.ends[1] (50): ends must not decrease");
   EXPECT_EQ(validate_on(Backend::cuda, long_bad, 2000).message(),
             "validate_group_ends: groups.ends[2500] (10) is less than groups.ends[2499] (624): ends must not decrease");
   EXPECT_EQ(validate_on(Backend::cuda, {0, -1}, 100).message(), "validate_group_ends: groups.ends[1] (-1) is negative");

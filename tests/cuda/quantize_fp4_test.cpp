@@ -58,8 +58,8 @@ TEST(CudaFp4Quantize, ShapeGridEveryFormatDtypeAndLayout) {
         for (DType t : kDTypes) {
           for (ScaleLayout l : kLayouts) {
             const ScaleRule r = kRules[rng.uniform(0, 1)];
-            const HostTensor h = rng.uniform(0, 1) ? normal_tensor(rng, t, 1, M, K)
-                                                   : special_tensor(rng, t, 1, M, K, 0.002);
+            const HostTensor h =
+                rng.uniform(0, 1) ? normal_tensor(rng, t, 1, M, K) : special_tensor(rng, t, 1, M, K, 0.002);
             expect_cuda_matches_cpu_fp4(h, params(f, r, l));
           }
         }
@@ -82,7 +82,8 @@ TEST(CudaFp4Quantize, SpecialValuesEveryFormatRuleAndAmaxSource) {
           expect_cuda_matches_cpu_fp4(finite_special_tensor(rng, t, 1, 256, 256, 0.3), params(f, r, l));
           if (f == Format::nvfp4) {  // caller-given amax: plausible, tiny, zero, NaN
             const HostTensor h = special_tensor(rng, t, 1, 130, 160, 0.01);
-            for (float amax : {4.5f, 1e-30f, 0.0f, std::nanf("")}) expect_cuda_matches_cpu_fp4(h, params(f, r, l), {amax});
+            for (float amax : {4.5f, 1e-30f, 0.0f, std::nanf("")})
+              expect_cuda_matches_cpu_fp4(h, params(f, r, l), {amax});
           }
         }
       }
@@ -116,7 +117,11 @@ TEST(CudaFp4Quantize, RoundingTiesGoToEven) {
   // 2.5 -> 4, 3.5 -> 6 (4.0), 5 -> 6; maxima 5 -> 6, 6 -> 7.
   auto expected_code = [](float ratio) -> uint32_t {
     const float a = std::fabs(ratio);
-    const uint32_t mag = a == 0.25f ? 0 : a == 0.75f || a == 1.25f ? 2 : a == 1.75f || a == 2.5f ? 4 : a == 6.0f ? 7 : 6;
+    const uint32_t mag = a == 0.25f                 ? 0
+                         : a == 0.75f || a == 1.25f ? 2
+                         : a == 1.75f || a == 2.5f  ? 4
+                         : a == 6.0f                ? 7
+                                                    : 6;
     return mag | (ratio < 0 ? 8u : 0u);
   };
   for (DType t : kDTypes) {
@@ -125,7 +130,8 @@ TEST(CudaFp4Quantize, RoundingTiesGoToEven) {
         if (f == Format::nvfp4 && r == ScaleRule::floor) continue;
         const int e = int(rng.uniform(-8, 8));
         const HostTensor h = tie_tensor(rng, t, f, 64, 96, e);
-        const std::vector<float> amax = f == Format::nvfp4 ? std::vector<float>{std::ldexp(2688.0f, e)} : std::vector<float>{};
+        const std::vector<float> amax =
+            f == Format::nvfp4 ? std::vector<float>{std::ldexp(2688.0f, e)} : std::vector<float>{};
         const QuantizeResult cpu = expect_cuda_matches_cpu_fp4(h, params(f, r, ScaleLayout::linear), amax);
         // An independent look at the codes: rowwise element (m, k) and colwise element (m, k).
         for (int64_t m = 0; m < h.rows; ++m) {
@@ -165,7 +171,8 @@ TEST(CudaFp4Quantize, NonFiniteBlocksZeroBlocksAndZeroAmax) {
     if (f == Format::nvfp4) {
       EXPECT_EQ(z.s_enc, (std::vector<float>{1.0f, 1.0f}));
       EXPECT_EQ(z.s_dec, (std::vector<float>{1.0f, 1.0f}));
-      expect_cuda_matches_cpu_fp4(normal_tensor(rng, DType::bf16, 2, 64, 96), params(f, ScaleRule::rceil, ScaleLayout::blocked), {0.0f, 0.0f});
+      expect_cuda_matches_cpu_fp4(normal_tensor(rng, DType::bf16, 2, 64, 96),
+                                  params(f, ScaleRule::rceil, ScaleLayout::blocked), {0.0f, 0.0f});
     }
   }
 }
@@ -224,8 +231,10 @@ TEST(CudaFp4Quantize, ExpertWeights3DWithPerExpertTensorScales) {
     }
   }
   if (quick_mode()) return;
-  expect_cuda_matches_cpu_fp4(normal_tensor(rng, DType::bf16, 8, 2048, 1536), params(Format::nvfp4, ScaleRule::rceil, ScaleLayout::blocked));
-  expect_cuda_matches_cpu_fp4(normal_tensor(rng, DType::bf16, 1, 8192, 7168), params(Format::mxfp4, ScaleRule::rceil, ScaleLayout::blocked));
+  expect_cuda_matches_cpu_fp4(normal_tensor(rng, DType::bf16, 8, 2048, 1536),
+                              params(Format::nvfp4, ScaleRule::rceil, ScaleLayout::blocked));
+  expect_cuda_matches_cpu_fp4(normal_tensor(rng, DType::bf16, 1, 8192, 7168),
+                              params(Format::mxfp4, ScaleRule::rceil, ScaleLayout::blocked));
 }
 
 // nvfp4 with the amax computed by mxq on tensors of many tiles and experts (the reduction runs
@@ -238,7 +247,9 @@ TEST(CudaFp4Quantize, ComputedAmaxOfLargeTensorsAndExperts) {
     int64_t batch, rows, cols;
   };
   if (quick_mode()) GTEST_SKIP() << "MXQ_TEST_QUICK (up to 25 M elements)";
-  const Case cases[] = {{DType::bf16, 1, 1408, 8192}, {DType::bf16, 3, 2048, 4096}, {DType::fp16, 2, 2050, 2896},
+  const Case cases[] = {{DType::bf16, 1, 1408, 8192},
+                        {DType::bf16, 3, 2048, 4096},
+                        {DType::fp16, 2, 2050, 2896},
                         {DType::fp32, 1, 1536, 3072}};
   for (const Case& k : cases) {
     HostTensor h = normal_tensor(rng, k.t, k.batch, k.rows, k.cols);
@@ -319,15 +330,18 @@ std::vector<float> amax_on(const HostTensor& h, Backend b, size_t offset) {
 TEST(CudaTensorAmax, MatchesCpuBitsNaNWins) {
   MXQ_FRESH_RNG(rng);
   for (DType t : kDTypes) {
-    const HostTensor cases[] = {
-        normal_tensor(rng, t, 1, 1, 1),        normal_tensor(rng, t, 1, 333, 77),
-        normal_tensor(rng, t, 3, 130, 200, 213, 130 * 213 + 7), normal_tensor(rng, t, 2, 1024, 2048),
-        special_tensor(rng, t, 2, 300, 64, 0.001), finite_special_tensor(rng, t, 1, 64, 64, 0.2),
-        HostTensor(t, 2, 17, 32) /* all NaN */};
+    const HostTensor cases[] = {normal_tensor(rng, t, 1, 1, 1),
+                                normal_tensor(rng, t, 1, 333, 77),
+                                normal_tensor(rng, t, 3, 130, 200, 213, 130 * 213 + 7),
+                                normal_tensor(rng, t, 2, 1024, 2048),
+                                special_tensor(rng, t, 2, 300, 64, 0.001),
+                                finite_special_tensor(rng, t, 1, 64, 64, 0.2),
+                                HostTensor(t, 2, 17, 32) /* all NaN */};
     for (const HostTensor& h : cases) {
       for (size_t offset : {size_t{0}, size_t{2}}) {
         SCOPED_TRACE(describe(h, QuantizeParams{}, offset));
-        EXPECT_TRUE(bytes_equal(as_bytes(amax_on(h, Backend::cpu, 0)), as_bytes(amax_on(h, Backend::cuda, offset)), "amax"));
+        EXPECT_TRUE(
+            bytes_equal(as_bytes(amax_on(h, Backend::cpu, 0)), as_bytes(amax_on(h, Backend::cuda, offset)), "amax"));
       }
     }
   }
@@ -366,7 +380,8 @@ TEST(CudaQuantizeAmaxOutput, EqualsTensorAmaxOnEveryPath) {
       ASSERT_TRUE(tensor_amax(h.view(), want.data(), Backend::cpu).ok());
       for (Direction d : {Direction::rowwise, Direction::colwise, Direction::both}) {
         SCOPED_TRACE(describe(h, QuantizeParams{k.f, ScaleRule::rceil, ScaleLayout::blocked, d}, 0) +
-                     (k.given ? " amax given" : "") + (k.grouped ? " groups" : "") + " special " + std::to_string(special));
+                     (k.given ? " amax given" : "") + (k.grouped ? " groups" : "") + " special " +
+                     std::to_string(special));
         DeviceTensor in(h);
         QuantizeArgs q;
         q.input = in.view;
@@ -464,9 +479,9 @@ TEST(CudaFp4Dequantize, MatchesCpuEveryFormatLayoutDirectionAndDtype) {
         const DeviceBuffer s_dec = device_copy(q.s_dec);
         for (Direction d : {Direction::rowwise, Direction::colwise}) {
           for (DType t : kDTypes) {
-            SCOPED_TRACE(::testing::Message() << "shape " << sh[0] << "x" << sh[1] << "x" << sh[2] << " format "
-                                              << int(f) << " layout " << int(l) << " direction " << int(d)
-                                              << " out " << int(t));
+            SCOPED_TRACE(::testing::Message()
+                         << "shape " << sh[0] << "x" << sh[1] << "x" << sh[2] << " format " << int(f) << " layout "
+                         << int(l) << " direction " << int(d) << " out " << int(t));
             const bool row = d == Direction::rowwise;
             const std::vector<uint8_t>& data = row ? q.row_data : q.col_data;
             const std::vector<uint8_t>& scales = row ? q.row_scales : q.col_scales;

@@ -60,8 +60,8 @@ TEST(CudaQuantize, MoreThan2Pow31Elements) {
     EXPECT_TRUE(bytes_equal(cpu.row_scales, out.row_scales.download(size_t(r0 * SR), size_t(n * SR)), "row_scales"));
     std::vector<uint8_t> col(size_t(K * n)), col_scales(size_t(K * n / 32));
     MXQ_CUDA_CHECK(cudaMemcpy2D(col.data(), n, out.col_data.get() + r0, M, n, K, cudaMemcpyDeviceToHost));
-    MXQ_CUDA_CHECK(cudaMemcpy2D(col_scales.data(), n / 32, out.col_scales.get() + r0 / 32, SC, n / 32, K,
-                                cudaMemcpyDeviceToHost));
+    MXQ_CUDA_CHECK(
+        cudaMemcpy2D(col_scales.data(), n / 32, out.col_scales.get() + r0 / 32, SC, n / 32, K, cudaMemcpyDeviceToHost));
     EXPECT_TRUE(bytes_equal(cpu.col_data, col, "col_data"));
     EXPECT_TRUE(bytes_equal(cpu.col_scales, col_scales, "col_scales"));
   }

@@ -32,8 +32,8 @@ TEST(CudaQuantize, ShapeGridEveryDtypeAndLayout) {
           // Format and rule vary at random; SpecialValues below covers their full cross product.
           const Format f = kFormats[rng.uniform(0, 1)];
           const ScaleRule r = kRules[rng.uniform(0, 1)];
-          const HostTensor h = rng.uniform(0, 1) ? normal_tensor(rng, t, 1, M, K)
-                                                 : special_tensor(rng, t, 1, M, K, 0.002);
+          const HostTensor h =
+              rng.uniform(0, 1) ? normal_tensor(rng, t, 1, M, K) : special_tensor(rng, t, 1, M, K, 0.002);
           expect_cuda_matches_cpu(h, params(f, r, l));
         }
       }
@@ -78,7 +78,8 @@ TEST(CudaQuantize, ExpertWeights3D) {
   MXQ_FRESH_RNG(rng);
   for (ScaleLayout l : kLayouts) {
     expect_cuda_matches_cpu(normal_tensor(rng, DType::bf16, 3, 160, 96), params(Format::mxfp8, ScaleRule::rceil, l));
-    expect_cuda_matches_cpu(normal_tensor(rng, DType::fp32, 4, 129, 257), params(Format::mxfp8_e5m2, ScaleRule::floor, l));
+    expect_cuda_matches_cpu(normal_tensor(rng, DType::fp32, 4, 129, 257),
+                            params(Format::mxfp8_e5m2, ScaleRule::floor, l));
   }
   if (quick_mode()) return;
   expect_cuda_matches_cpu(normal_tensor(rng, DType::bf16, 8, 7168, 2048),

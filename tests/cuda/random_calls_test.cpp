@@ -129,7 +129,8 @@ void check_quantize(Bytes& in) {
   const Status sized = quantize_sizes(q, &sz);
   if (!sized.ok()) {
     Outputs none({});
-    (void)expect_same(none, what, [&] { return quantize(q); }, [&] { return quantize(qd); });
+    (void)expect_same(
+        none, what, [&] { return quantize(q); }, [&] { return quantize(qd); });
     return;
   }
   const int64_t offsets = c.offsets ? sz.padded_offset_count * 4 : 0;
@@ -137,7 +138,9 @@ void check_quantize(Bytes& in) {
              sz.tensor_scale_count * 4, offsets, offsets, c.amax_out ? q.input.batch * 4 : 0});
   q.out = quantize_outputs([&](size_t i) { return o.h(i); });
   qd.out = quantize_outputs([&](size_t i) { return o.d(i); });
-  if (!expect_same(o, what, [&] { return quantize(q); }, [&] { return quantize(qd); })) return;
+  if (!expect_same(
+          o, what, [&] { return quantize(q); }, [&] { return quantize(qd); }))
+    return;
   for (Direction dir : {Direction::rowwise, Direction::colwise}) {
     if (!(static_cast<int32_t>(q.params.direction) & static_cast<int32_t>(dir))) continue;
     const size_t data = dir == Direction::rowwise ? 0 : 2;
@@ -156,8 +159,9 @@ void check_quantize(Bytes& in) {
     dd.s_dec = device_ptr<float>(o.dev[5]);
     dd.out = back.d(0);
     dd.backend = Backend::cuda;
-    (void)expect_same(back, what + " / dequantize " + std::to_string(int(dir)) + " to dtype " + std::to_string(int(d.out_dtype)),
-                      [&] { return dequantize(d); }, [&] { return dequantize(dd); });
+    (void)expect_same(
+        back, what + " / dequantize " + std::to_string(int(dir)) + " to dtype " + std::to_string(int(d.out_dtype)),
+        [&] { return dequantize(d); }, [&] { return dequantize(dd); });
   }
 }
 
@@ -179,7 +183,8 @@ void check_pad_unpad(Bytes& in) {
   int64_t rows = 0;
   if (!pad_rows(p, &rows).ok()) {
     Outputs none({});
-    (void)expect_same(none, what, [&] { return pad(p); }, [&] { return pad(pd); });
+    (void)expect_same(
+        none, what, [&] { return pad(p); }, [&] { return pad(pd); });
     return;
   }
   const int64_t es = element_bytes(x.dtype);
@@ -192,7 +197,9 @@ void check_pad_unpad(Bytes& in) {
   pd.padded_starts = as<int32_t>(o.d(1));
   pd.padded_ends = as<int32_t>(o.d(2));
   pd.amax = as<float>(o.d(3));
-  if (!expect_same(o, what, [&] { return pad(p); }, [&] { return pad(pd); })) return;
+  if (!expect_same(
+          o, what, [&] { return pad(p); }, [&] { return pad(pd); }))
+    return;
 
   UnpadArgs u;
   u.input = {o.h(0), x.dtype, 1, rows, x.cols, 0, 0};
@@ -209,7 +216,8 @@ void check_pad_unpad(Bytes& in) {
   ud.out = back.d(0);
   ud.amax = as<float>(back.d(1));
   ud.backend = Backend::cuda;
-  (void)expect_same(back, what + " / unpad", [&] { return unpad(u); }, [&] { return unpad(ud); });
+  (void)expect_same(
+      back, what + " / unpad", [&] { return unpad(u); }, [&] { return unpad(ud); });
 }
 
 void check_swizzle(Bytes& in) {
@@ -229,10 +237,12 @@ void check_swizzle(Bytes& in) {
   sd.backend = Backend::cuda;
   s.out = o.h(0);
   sd.out = o.d(0);
-  if (!expect_same(o, what, [&] { return swizzle(s); }, [&] { return swizzle(sd); })) return;
+  if (!expect_same(
+          o, what, [&] { return swizzle(s); }, [&] { return swizzle(sd); }))
+    return;
   Outputs back({static_cast<int64_t>(c.linear.size())});
-  (void)expect_same(back, what + " / unswizzle", [&] { return unswizzle(s, back.h(0)); },
-                    [&] { return unswizzle(sd, back.d(0)); });
+  (void)expect_same(
+      back, what + " / unswizzle", [&] { return unswizzle(s, back.h(0)); }, [&] { return unswizzle(sd, back.d(0)); });
 }
 
 void check_tensor_amax(Bytes& in) {
@@ -241,8 +251,9 @@ void check_tensor_amax(Bytes& in) {
                "," + std::to_string(t.view.rows) + "," + std::to_string(t.view.cols) + ")");
   const DeviceCopy x(t);
   Outputs o({4 * t.view.batch});
-  (void)expect_same(o, "tensor_amax", [&] { return tensor_amax(t.view, as<float>(o.h(0)), Backend::cpu); },
-                    [&] { return tensor_amax(x.view, as<float>(o.d(0)), Backend::cuda); });
+  (void)expect_same(
+      o, "tensor_amax", [&] { return tensor_amax(t.view, as<float>(o.h(0)), Backend::cpu); },
+      [&] { return tensor_amax(x.view, as<float>(o.d(0)), Backend::cuda); });
 }
 
 TEST(CudaRandomCalls, MatchCpu) {

@@ -123,12 +123,11 @@ TEST(SwigluCuda, ForwardAndBackwardMatchTheCpuBackend) {
         const int64_t F = 2 * (quick ? rng.uniform(1, 100) : rng.uniform(1, 700));
         const int64_t stride = rng.uniform(0, 1) ? 2 * F + 2 * rng.uniform(1, 8) : 0;
         const size_t offset = rng.uniform(0, 3) == 0 ? 2 : 0;
-        SCOPED_TRACE(::testing::Message() << to_string(t) << " " << to_string(c.format) << " "
-                                          << to_string(c.direction) << " G=" << c.groups << " pad=" << c.pad
-                                          << (v == SwigluVariant::clamped ? " clamped" : " silu")
-                                          << (l == SwigluLayout::interleaved ? " interleaved" : "")
-                                          << (weighted ? " weighted" : "") << " M=" << M << " F=" << F
-                                          << " stride=" << stride << " offset=" << offset);
+        SCOPED_TRACE(::testing::Message()
+                     << to_string(t) << " " << to_string(c.format) << " " << to_string(c.direction) << " G=" << c.groups
+                     << " pad=" << c.pad << (v == SwigluVariant::clamped ? " clamped" : " silu")
+                     << (l == SwigluLayout::interleaved ? " interleaved" : "") << (weighted ? " weighted" : "")
+                     << " M=" << M << " F=" << F << " stride=" << stride << " offset=" << offset);
         HostTensor h = special_tensor(rng, t, 1, M, 2 * F, 0.01);
         if (stride) {
           HostTensor s(t, 1, M, 2 * F, stride);
@@ -139,7 +138,8 @@ TEST(SwigluCuda, ForwardAndBackwardMatchTheCpuBackend) {
           h = s;
         }
         // Huge gates: the exp overflows and underflows on both sides.
-        for (int i = 0; i < 8 && M * F > 0; ++i) h.set(0, rng.uniform(0, M - 1), rng.uniform(0, 2 * F - 1), i % 2 ? 1e30f : -1e30f);
+        for (int i = 0; i < 8 && M * F > 0; ++i)
+          h.set(0, rng.uniform(0, M - 1), rng.uniform(0, 2 * F - 1), i % 2 ? 1e30f : -1e30f);
         SwigluRequest req;
         req.quantize.params = {c.format, ScaleRule::rceil, c.layout, c.direction};
         if (c.groups) req.quantize.ends = random_group_ends(rng, M, c.groups);

@@ -160,7 +160,7 @@ TEST(SwizzleCuda, GoldenLayouts) {
   int checked = 0;
   for (const nlohmann::json& c : manifest.at("cases")) {
     const std::string op = c.at("op");
-    const ScaleGroups axis = op == "swizzle" ? ScaleGroups::none
+    const ScaleGroups axis = op == "swizzle"            ? ScaleGroups::none
                              : op == "swizzle_groups_m" ? ScaleGroups::along_m
                              : op == "swizzle_groups_k" ? ScaleGroups::along_k
                                                         : ScaleGroups(-1);

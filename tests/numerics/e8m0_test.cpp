@@ -33,8 +33,8 @@ const std::vector<float>& amax_sweep() {
         }
       }
     }
-    for (uint32_t u : {0x00000000u, 0x00000001u, 0x003FFFFFu, 0x00400000u, 0x00400001u,
-                       0x007FFFFFu, 0x00800000u, 0x7F7FFFFFu, 0x7F000000u, 0x7EFFFFFFu})
+    for (uint32_t u : {0x00000000u, 0x00000001u, 0x003FFFFFu, 0x00400000u, 0x00400001u, 0x007FFFFFu, 0x00800000u,
+                       0x7F7FFFFFu, 0x7F000000u, 0x7EFFFFFFu})
       v.push_back(oracle::float_of(u));
     // Power-of-two multiples of each format's max and their fp32 neighbours: the rceil boundaries.
     for (double max_elem : {448.0, 57344.0, 6.0}) {
@@ -64,8 +64,7 @@ TEST(E8M0, ReciprocalAllBytes) {
     if (b == 255) {
       EXPECT_TRUE(std::isnan(r));
     } else {
-      EXPECT_EQ(oracle::bits_of(r), oracle::bits_of(static_cast<float>(std::ldexp(1.0, 127 - b))))
-          << b;
+      EXPECT_EQ(oracle::bits_of(r), oracle::bits_of(static_cast<float>(std::ldexp(1.0, 127 - b)))) << b;
     }
   }
   EXPECT_EQ(oracle::bits_of(num::e8m0_reciprocal(254)), 0x00400000u);
@@ -126,8 +125,8 @@ void check_rules_against_oracle(const char* name) {
     const uint8_t rc_want = oracle::rceil_scale(A, max_elem);
     const uint8_t fl_want = oracle::floor_scale(A, emax);
     if ((rc != rc_want || fl != fl_want) && mismatches++ < 8) {
-      ADD_FAILURE() << name << " A=" << std::hexfloat << A << " rceil " << +rc << " want "
-                    << +rc_want << " floor " << +fl << " want " << +fl_want;
+      ADD_FAILURE() << name << " A=" << std::hexfloat << A << " rceil " << +rc << " want " << +rc_want << " floor "
+                    << +fl << " want " << +fl_want;
     }
     EXPECT_EQ(num::block_scale<T>(bits, ScaleRule::rceil, 1.0f), rc);
     EXPECT_EQ(num::block_scale<T>(bits, ScaleRule::floor, 1.0f), fl);
@@ -143,8 +142,7 @@ void check_rules_against_oracle(const char* name) {
 
 TEST(E8M0, RulesAgainstOracleAllFormats) {
   EXPECT_EQ(oracle::bits_of(num::MXFP8::inv_max), oracle::bits_of(static_cast<float>(1.0 / 448)));
-  EXPECT_EQ(oracle::bits_of(num::MXFP8_E5M2::inv_max),
-            oracle::bits_of(static_cast<float>(1.0 / 57344)));
+  EXPECT_EQ(oracle::bits_of(num::MXFP8_E5M2::inv_max), oracle::bits_of(static_cast<float>(1.0 / 57344)));
   EXPECT_EQ(oracle::bits_of(num::MXFP4::inv_max), oracle::bits_of(static_cast<float>(1.0 / 6)));
   check_rules_against_oracle<num::MXFP8>("mxfp8");
   check_rules_against_oracle<num::MXFP8_E5M2>("mxfp8_e5m2");
@@ -183,8 +181,7 @@ std::vector<float> signed_block_of(float v) {
 
 float bf16(uint16_t h) { return static_cast<float>(oracle::decode_value(oracle::kBF16, h)); }
 
-void expect_block(const std::vector<float>& x, ScaleRule rule, uint8_t scale, uint32_t pos_code,
-                  const char* row) {
+void expect_block(const std::vector<float>& x, ScaleRule rule, uint8_t scale, uint32_t pos_code, const char* row) {
   const BlockResult r = quantize_block<num::MXFP8>(x, rule);
   EXPECT_EQ(r.scale, scale) << row << (rule == ScaleRule::floor ? " floor" : " rceil");
   for (size_t i = 0; i < x.size(); ++i) {
@@ -280,9 +277,8 @@ TEST(E8M0, RceilSubnormalVRoundsOntoTwoToMinus127) {
   const struct {
     uint32_t A;
     float inv_max;
-  } cases[] = {{0x04600001u, num::MXFP8::inv_max},
-               {0x07E00001u, num::MXFP8_E5M2::inv_max},
-               {0x01400001u, num::MXFP4::inv_max}};
+  } cases[] = {
+      {0x04600001u, num::MXFP8::inv_max}, {0x07E00001u, num::MXFP8_E5M2::inv_max}, {0x01400001u, num::MXFP4::inv_max}};
   for (const auto& c : cases) {
     EXPECT_EQ(oracle::bits_of(oracle::float_of(c.A) * c.inv_max), 0x00400000u);
     EXPECT_EQ(num::e8m0_rceil(c.A, c.inv_max), 0) << std::hex << c.A;

@@ -25,7 +25,8 @@ void compare_range(uint64_t lo, uint64_t hi, Mismatches* out) {
   constexpr uint32_t kBatch = 1024;
   uint32_t fast[kBatch];
   for (uint64_t base = lo; base < hi; base += kBatch) {
-    for (uint32_t i = 0; i < kBatch; ++i) fast[i] = num::encode_branchless<F>(num::u2f(static_cast<uint32_t>(base + i)));
+    for (uint32_t i = 0; i < kBatch; ++i)
+      fast[i] = num::encode_branchless<F>(num::u2f(static_cast<uint32_t>(base + i)));
     for (uint32_t i = 0; i < kBatch; ++i) {
       const uint32_t bits = static_cast<uint32_t>(base + i);
       if (fast[i] != num::encode<F>(num::u2f(bits)) && out->count++ == 0) out->first = bits;
@@ -41,9 +42,9 @@ void expect_equal_on_every_fp32(const char* name) {
   compare_range<F>(0, kHalf, &low);
   other.join();
   const uint32_t first = low.count ? low.first : high.first;
-  EXPECT_EQ(low.count + high.count, 0u)
-      << name << ": first mismatch at fp32 bits 0x" << std::hex << first << ": branchless 0x"
-      << num::encode_branchless<F>(num::u2f(first)) << ", encode 0x" << num::encode<F>(num::u2f(first));
+  EXPECT_EQ(low.count + high.count, 0u) << name << ": first mismatch at fp32 bits 0x" << std::hex << first
+                                        << ": branchless 0x" << num::encode_branchless<F>(num::u2f(first))
+                                        << ", encode 0x" << num::encode<F>(num::u2f(first));
 }
 
 TEST(EncodeBranchless, E4M3EveryFp32) { expect_equal_on_every_fp32<num::E4M3>("e4m3"); }

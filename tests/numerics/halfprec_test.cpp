@@ -54,8 +54,8 @@ struct Narrowing {
     }
     if (!ok && mismatches++ < 8) {
       char line[128];
-      std::snprintf(line, sizeof line, "x=%a (0x%08X) got 0x%04X want 0x%04X\n",
-                    static_cast<double>(x), oracle::bits_of(x), g, w);
+      std::snprintf(line, sizeof line, "x=%a (0x%08X) got 0x%04X want 0x%04X\n", static_cast<double>(x),
+                    oracle::bits_of(x), g, w);
       first += line;
     }
   }
@@ -164,7 +164,7 @@ TEST(HalfPrecision, HandCases) {
   EXPECT_EQ(num::float_to_fp16_rne(0x1p-25f), 0x0000);  // half the smallest subnormal: tie to 0
   EXPECT_EQ(num::float_to_fp16_rne(-0x1p-25f), 0x8000);
   EXPECT_EQ(num::float_to_fp16_rne(0x1.000002p-25f), 0x0001);
-  EXPECT_EQ(num::float_to_fp16_rne(0x1.8p-24f), 0x0002);  // 1.5 quanta: tie to even 2
+  EXPECT_EQ(num::float_to_fp16_rne(0x1.8p-24f), 0x0002);    // 1.5 quanta: tie to even 2
   EXPECT_EQ(num::float_to_fp16_rne(0x1.ffcp-15f), 0x0400);  // top subnormal + half: carries
   EXPECT_EQ(num::float_to_fp16_rne(0x1p-14f), 0x0400);
   EXPECT_EQ(num::fp16_to_float(0x0001), 0x1p-24f);

@@ -26,8 +26,8 @@ struct MismatchLog {
   void add(const char* what, float x, uint32_t got, uint32_t want) {
     if (count++ < 8) {
       char line[160];
-      std::snprintf(line, sizeof line, "%s: x=%a (0x%08X) got 0x%02X want 0x%02X\n", what,
-                    static_cast<double>(x), oracle::bits_of(x), got, want);
+      std::snprintf(line, sizeof line, "%s: x=%a (0x%08X) got 0x%02X want 0x%02X\n", what, static_cast<double>(x),
+                    oracle::bits_of(x), got, want);
       first += line;
     }
   }
@@ -42,8 +42,7 @@ void check_encode(const oracle::ValueTable& t, float x, const char* what, Mismat
 
 // Every 16-bit pattern of `src` (widened by the oracle's own decoder), times 2^k in fp32.
 template <class F>
-void check_all_16bit_patterns(const oracle::ValueTable& t, const oracle::FormatDesc& src,
-                              const char* what) {
+void check_all_16bit_patterns(const oracle::ValueTable& t, const oracle::FormatDesc& src, const char* what) {
   MismatchLog log;
   for (int k : kScaleExps) {
     const float scale = std::ldexp(1.0f, k);
@@ -97,10 +96,9 @@ template <class F>
 void check_specials(const oracle::ValueTable& t, const char* what) {
   MismatchLog log;
   const float inf = std::numeric_limits<float>::infinity();
-  const uint32_t special_bits[] = {
-      0x00000000u, 0x80000000u, 0x00000001u, 0x80000001u, 0x007FFFFFu, 0x00800000u,
-      0x7F7FFFFFu, 0xFF7FFFFFu, 0x7F800000u, 0xFF800000u, 0x7F800001u, 0xFF800001u,
-      0x7FC00000u, 0xFFC00000u, 0x7FFFFFFFu, 0xFFFFFFFFu};
+  const uint32_t special_bits[] = {0x00000000u, 0x80000000u, 0x00000001u, 0x80000001u, 0x007FFFFFu, 0x00800000u,
+                                   0x7F7FFFFFu, 0xFF7FFFFFu, 0x7F800000u, 0xFF800000u, 0x7F800001u, 0xFF800001u,
+                                   0x7FC00000u, 0xFFC00000u, 0x7FFFFFFFu, 0xFFFFFFFFu};
   for (uint32_t u : special_bits) check_encode<F>(t, oracle::float_of(u), what, log);
   // Around half the smallest subnormal: at or below it rounds to +-0, above it to the subnormal.
   const float half_min = static_cast<float>(t.mag[1] / 2);
@@ -236,8 +234,7 @@ TEST(MinifloatDecode, AllCodes) {
   EXPECT_TRUE(std::isnan(num::decode<num::E4M3>(0xFF)));
   EXPECT_EQ(num::decode<num::E5M2>(0x7C), std::numeric_limits<float>::infinity());
   EXPECT_EQ(num::decode<num::E5M2>(0xFC), -std::numeric_limits<float>::infinity());
-  for (uint32_t c : {0x7Du, 0x7Eu, 0x7Fu, 0xFDu, 0xFEu, 0xFFu})
-    EXPECT_TRUE(std::isnan(num::decode<num::E5M2>(c))) << c;
+  for (uint32_t c : {0x7Du, 0x7Eu, 0x7Fu, 0xFDu, 0xFEu, 0xFFu}) EXPECT_TRUE(std::isnan(num::decode<num::E5M2>(c))) << c;
   EXPECT_EQ(num::decode<num::E2M1>(0x7), 6.0f);
   EXPECT_EQ(num::decode<num::E2M1>(0xF), -6.0f);
 }

@@ -32,8 +32,7 @@ TensorScale oracle_tensor_scale(float T) {
 
 uint8_t oracle_block_scale(const oracle::ValueTable& e4m3, float A, float s_enc) {
   if (!std::isfinite(A)) return 0x7F;
-  return static_cast<uint8_t>(
-      oracle::encode_satfinite(e4m3, oracle::mul_f32(A, oracle::mul_f32(s_enc, kOneSixth))));
+  return static_cast<uint8_t>(oracle::encode_satfinite(e4m3, oracle::mul_f32(A, oracle::mul_f32(s_enc, kOneSixth))));
 }
 
 float oracle_element_multiplier(uint8_t sf, float s_dec) {
@@ -114,8 +113,8 @@ TEST(Nvfp4TensorScale, SweepAgainstOracle) {
     if ((oracle::bits_of(got.s_enc) != oracle::bits_of(want.s_enc) ||
          oracle::bits_of(got.s_dec) != oracle::bits_of(want.s_dec)) &&
         mismatches++ < 8) {
-      ADD_FAILURE() << std::hexfloat << "T=" << T << " s_enc " << got.s_enc << " want "
-                    << want.s_enc << " s_dec " << got.s_dec << " want " << want.s_dec;
+      ADD_FAILURE() << std::hexfloat << "T=" << T << " s_enc " << got.s_enc << " want " << want.s_enc << " s_dec "
+                    << got.s_dec << " want " << want.s_dec;
     }
     if (oracle::div_f32(1.0f, got.s_dec) != got.s_enc) ++not_involutive;
   }
@@ -129,8 +128,8 @@ TEST(Nvfp4BlockScale, SweepAgainstOracle) {
   for (float T : {1.0f, 2688.0f, 0.37f, 1e-30f, 1e-38f, 1e30f, 12345.678f, 0x1p-149f})
     s_encs.push_back(num::nvfp4_tensor_scale(T).s_enc);
   std::mt19937 rng(5);
-  for (int i = 0; i < 40; ++i) s_encs.push_back(num::nvfp4_tensor_scale(oracle::float_of(
-      (rng() & 0x3FFFFFFFu) + 0x10000000u)).s_enc);
+  for (int i = 0; i < 40; ++i)
+    s_encs.push_back(num::nvfp4_tensor_scale(oracle::float_of((rng() & 0x3FFFFFFFu) + 0x10000000u)).s_enc);
 
   long mismatches = 0, order_matters = 0;
   for (float s_enc : s_encs) {
@@ -139,11 +138,10 @@ TEST(Nvfp4BlockScale, SweepAgainstOracle) {
       const uint8_t got = num::nvfp4_block_scale(bits, s_enc);
       const uint8_t want = oracle_block_scale(e4m3_table(), A, s_enc);
       if (got != want && mismatches++ < 8)
-        ADD_FAILURE() << std::hexfloat << "A=" << A << " s_enc=" << s_enc << " got " << +got
-                      << " want " << +want;
+        ADD_FAILURE() << std::hexfloat << "A=" << A << " s_enc=" << s_enc << " got " << +got << " want " << +want;
       EXPECT_EQ(num::block_scale<num::NVFP4>(bits, ScaleRule::floor, s_enc), got);
-      const uint8_t other_order = static_cast<uint8_t>(oracle::encode_satfinite(
-          e4m3_table(), oracle::mul_f32(oracle::mul_f32(A, s_enc), kOneSixth)));
+      const uint8_t other_order = static_cast<uint8_t>(
+          oracle::encode_satfinite(e4m3_table(), oracle::mul_f32(oracle::mul_f32(A, s_enc), kOneSixth)));
       if (other_order != want) ++order_matters;
     };
     for (uint32_t h = 0; h < 0x7F80u; ++h) check(oracle::float_of(h << 16));  // every bf16 amax
@@ -160,14 +158,13 @@ TEST(Nvfp4BlockScale, PoisonAndSign) {
     EXPECT_EQ(num::block_scale<num::NVFP4>(bits, ScaleRule::rceil, 1.0f), 0x7F);
   }
   EXPECT_EQ(num::nvfp4_block_scale(0, 1.0f), 0x00);
-  EXPECT_EQ(num::nvfp4_block_scale(0x7F7FFFFFu, kFltMax), 0x7E);  // overflow saturates to 448
+  EXPECT_EQ(num::nvfp4_block_scale(0x7F7FFFFFu, kFltMax), 0x7E);         // overflow saturates to 448
   EXPECT_EQ(num::nvfp4_block_scale(oracle::bits_of(6.0f), 1.0f), 0x38);  // fl(6 * fl(1/6)) = 1
 }
 
 TEST(Nvfp4ElementMultiplier, AllScalesAgainstOracle) {
   std::vector<float> s_decs = {1.0f, kFltMax, oracle::div_f32(1.0f, kFltMax), 0x1p-149f};
-  for (float T : {1.0f, 0.37f, 1e-30f, 1e30f, 12345.678f, 3e38f})
-    s_decs.push_back(num::nvfp4_tensor_scale(T).s_dec);
+  for (float T : {1.0f, 0.37f, 1e-30f, 1e30f, 12345.678f, 3e38f}) s_decs.push_back(num::nvfp4_tensor_scale(T).s_dec);
   for (float s_dec : s_decs) {
     for (uint32_t sf = 0; sf <= 0x7E; ++sf) {
       const float got = num::nvfp4_element_multiplier(static_cast<uint8_t>(sf), s_dec);
@@ -223,10 +220,9 @@ TEST(Nvfp4Pipeline, PoisonedBlock) {
 // s_enc = 1 and a block amax of 6 give sf = 1.0 (0x38) and e = 1, so x * e = x lands exactly on
 // the E2M1 grid's midpoints: each must round to the even code.
 TEST(Nvfp4Pipeline, E2M1GridTies) {
-  const std::vector<float> x = {6.0f,   0.25f, 0.75f,  1.25f,  1.75f,  2.5f,  3.5f,   5.0f,
-                                -0.25f, -5.0f, -1.75f, -0.75f, -2.5f,  -3.5f, 0.0f,   -0.0f};
-  const std::vector<uint32_t> want = {0x7, 0x0, 0x2, 0x2, 0x4, 0x4, 0x6, 0x6,
-                                      0x8, 0xE, 0xC, 0xA, 0xC, 0xE, 0x0, 0x8};
+  const std::vector<float> x = {6.0f,   0.25f, 0.75f,  1.25f,  1.75f, 2.5f,  3.5f, 5.0f,
+                                -0.25f, -5.0f, -1.75f, -0.75f, -2.5f, -3.5f, 0.0f, -0.0f};
+  const std::vector<uint32_t> want = {0x7, 0x0, 0x2, 0x2, 0x4, 0x4, 0x6, 0x6, 0x8, 0xE, 0xC, 0xA, 0xC, 0xE, 0x0, 0x8};
   const Block b = quantize_block(x, 1.0f, 1.0f);
   EXPECT_EQ(b.sf, 0x38);
   EXPECT_EQ(num::nvfp4_element_multiplier(b.sf, 1.0f), 1.0f);

@@ -140,12 +140,8 @@ inline uint8_t rceil_of_value(double v) {
 }
 
 // fp32 product a*b: exact in double, then one rounding.
-inline float mul_f32(float a, float b) {
-  return static_cast<float>(static_cast<double>(a) * static_cast<double>(b));
-}
-inline float div_f32(float a, float b) {
-  return static_cast<float>(static_cast<double>(a) / static_cast<double>(b));
-}
+inline float mul_f32(float a, float b) { return static_cast<float>(static_cast<double>(a) * static_cast<double>(b)); }
+inline float div_f32(float a, float b) { return static_cast<float>(static_cast<double>(a) / static_cast<double>(b)); }
 
 // Scale byte of a block with amax A under rceil / floor (docs/spec.md section 2).
 inline uint8_t rceil_scale(float A, double max_elem) {

@@ -51,7 +51,7 @@ TEST(SwigluNumerics, ExpSpecialValues) {
   EXPECT_EQ(exp_f32(89.0f), kInf);
   EXPECT_EQ(f2u(exp_f32(-200.0f)), 0u);
   EXPECT_EQ(f2u(exp_f32(u2f(0x7FA00000u))), kF32QuietNaN);  // a signalling NaN comes out quiet
-  EXPECT_GT(exp_f32(-103.0f), 0.0f);                       // subnormal results stay
+  EXPECT_GT(exp_f32(-103.0f), 0.0f);                        // subnormal results stay
   EXPECT_EQ(sigmoid_f32(kInf), 1.0f);
   EXPECT_EQ(sigmoid_f32(-kInf), 0.0f);
 }

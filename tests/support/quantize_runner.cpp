@@ -28,7 +28,9 @@ QuantizeResult run_once(const HostTensor& input, const QuantizeRequest& req, uin
   EXPECT_TRUE(st.ok()) << st.message();
   const QuantizeSizes& s = r.sizes;
   const bool row = has_rowwise(req.params.direction), col = has_colwise(req.params.direction);
-  auto fill = [&](std::vector<uint8_t>& v, int64_t n, bool on) { v = on ? poisoned(size_t(n), pattern) : std::vector<uint8_t>{}; };
+  auto fill = [&](std::vector<uint8_t>& v, int64_t n, bool on) {
+    v = on ? poisoned(size_t(n), pattern) : std::vector<uint8_t>{};
+  };
   fill(r.row_data, s.row_data_bytes, row);
   fill(r.row_scales, s.row_scale_bytes, row);
   fill(r.col_data, s.col_data_bytes, col);
@@ -75,9 +77,8 @@ QuantizeResult run_quantize(const HostTensor& input, const QuantizeRequest& req)
   return a;
 }
 
-std::vector<float> run_dequantize(const QuantizeRequest& req, Direction dir, int64_t batch,
-                                  int64_t rows, int64_t cols, const QuantizeResult& q,
-                                  DType out_dtype) {
+std::vector<float> run_dequantize(const QuantizeRequest& req, Direction dir, int64_t batch, int64_t rows, int64_t cols,
+                                  const QuantizeResult& q, DType out_dtype) {
   DequantizeArgs a;
   a.params = req.params;
   a.params.direction = dir;

@@ -37,9 +37,8 @@ QuantizeResult run_quantize(const HostTensor& input, const QuantizeRequest& req)
 
 // Dequantizes one direction of `q` (req.params.direction is replaced by `dir`) into fp32 values of
 // the output dtype (the op writes out_dtype; the values are widened back exactly).
-std::vector<float> run_dequantize(const QuantizeRequest& req, Direction dir, int64_t batch,
-                                  int64_t rows, int64_t cols, const QuantizeResult& q,
-                                  DType out_dtype = DType::fp32);
+std::vector<float> run_dequantize(const QuantizeRequest& req, Direction dir, int64_t batch, int64_t rows, int64_t cols,
+                                  const QuantizeResult& q, DType out_dtype = DType::fp32);
 
 // EXPECTs the outputs of direction `d` byte for byte equal, and the tensor scales and padded
 // offsets (empty on both sides where the call has none).

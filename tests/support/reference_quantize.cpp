@@ -48,14 +48,15 @@ struct BlockOut {
   std::vector<uint32_t> codes;
 };
 
-BlockOut quantize_block(const Fmt& f, ScaleRule rule, const std::vector<float>& v, float s_enc,
-                        float s_dec) {
+BlockOut quantize_block(const Fmt& f, ScaleRule rule, const std::vector<float>& v, float s_enc, float s_dec) {
   static const oracle::ValueTable e4m3 = oracle::make_table(oracle::kE4M3);
   bool poison = false;
   float A = 0.0f;
   for (float x : v) {
-    if (!std::isfinite(x)) poison = true;
-    else A = std::max(A, std::fabs(x));
+    if (!std::isfinite(x))
+      poison = true;
+    else
+      A = std::max(A, std::fabs(x));
   }
   BlockOut out;
   if (poison) {
@@ -70,8 +71,7 @@ BlockOut quantize_block(const Fmt& f, ScaleRule rule, const std::vector<float>& 
     const float denom = oracle::mul_f32(float(e4m3.mag[out.scale]), s_dec);
     multiplier = std::min(oracle::div_f32(1.0f, denom), FLT_MAX);
   } else {
-    out.scale = rule == ScaleRule::floor ? oracle::floor_scale(A, f.emax)
-                                         : oracle::rceil_scale(A, f.elem.max_value());
+    out.scale = rule == ScaleRule::floor ? oracle::floor_scale(A, f.emax) : oracle::rceil_scale(A, f.elem.max_value());
     multiplier = static_cast<float>(std::ldexp(1.0, 127 - out.scale));  // 2^-127 for 254: exact
   }
   for (float x : v) out.codes.push_back(oracle::encode_satfinite(f.elem, oracle::mul_f32(x, multiplier)));
@@ -80,8 +80,7 @@ BlockOut quantize_block(const Fmt& f, ScaleRule rule, const std::vector<float>& 
 
 }  // namespace
 
-QuantizeResult reference_quantize(const HostTensor& x, const QuantizeRequest& req,
-                                  const QuantizeSizes& sizes) {
+QuantizeResult reference_quantize(const HostTensor& x, const QuantizeRequest& req, const QuantizeSizes& sizes) {
   const Fmt f = describe(req.params.format);
   const int64_t B = x.batch, M = x.rows, K = x.cols, bs = f.block;
   const bool blocked = req.params.layout == ScaleLayout::blocked;
@@ -136,8 +135,10 @@ QuantizeResult reference_quantize(const HostTensor& x, const QuantizeRequest& re
       for (int64_t m = 0; m < M; ++m)
         for (int64_t k = 0; k < K; ++k) {
           const float v = x.get(b, m, k);
-          if (std::isnan(v)) nan = true;
-          else T = std::max(T, std::fabs(v));
+          if (std::isnan(v))
+            nan = true;
+          else
+            T = std::max(T, std::fabs(v));
         }
       if (!req.tensor_amax.empty()) {
         T = req.tensor_amax[size_t(b)];
@@ -149,9 +150,7 @@ QuantizeResult reference_quantize(const HostTensor& x, const QuantizeRequest& re
       r.s_dec.push_back(s_dec);
     }
     // value of data row i of group g (padding rows are 0)
-    auto value = [&](size_t g, int64_t i, int64_t k) {
-      return i < count[g] ? x.get(b, first[g] + i, k) : 0.0f;
-    };
+    auto value = [&](size_t g, int64_t i, int64_t k) { return i < count[g] ? x.get(b, first[g] + i, k) : 0.0f; };
 
     if (row) {
       const bool pad = G > 0 && req.pad_rowwise;
@@ -170,9 +169,12 @@ QuantizeResult reference_quantize(const HostTensor& x, const QuantizeRequest& re
             for (size_t j = 0; j < v.size(); ++j)
               put(r.row_data, (b * Mr + orow) * row_bytes, c * bs + int64_t(j), f.bits, q.codes[j]);
             int64_t at;
-            if (!blocked) at = (b * Mr + orow) * nk + c;
-            else if (G == 0) at = b * rup(Mr, 128) * cp + swizzled(orow, c, cp);
-            else at = scale_row0 * cp + swizzled(i, c, cp);
+            if (!blocked)
+              at = (b * Mr + orow) * nk + c;
+            else if (G == 0)
+              at = b * rup(Mr, 128) * cp + swizzled(orow, c, cp);
+            else
+              at = scale_row0 * cp + swizzled(i, c, cp);
             r.row_scales[size_t(at)] = q.scale;
           }
         }
@@ -196,8 +198,10 @@ QuantizeResult reference_quantize(const HostTensor& x, const QuantizeRequest& re
             for (size_t j = 0; j < v.size(); ++j)
               put(r.col_data, (b * K + k) * row_bytes, out0 + l * bs + int64_t(j), f.bits, q.codes[j]);
             int64_t at;
-            if (G == 0) at = blocked ? b * rpk * rup(nm, 4) + swizzled(k, l, rup(nm, 4)) : (b * K + k) * nm + l;
-            else at = blocked ? rpk * col0 + swizzled(k, l, rup(q_g, 4)) : k * L + col0 + l;
+            if (G == 0)
+              at = blocked ? b * rpk * rup(nm, 4) + swizzled(k, l, rup(nm, 4)) : (b * K + k) * nm + l;
+            else
+              at = blocked ? rpk * col0 + swizzled(k, l, rup(q_g, 4)) : k * L + col0 + l;
             r.col_scales[size_t(at)] = q.scale;
           }
         }

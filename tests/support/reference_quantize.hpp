@@ -8,7 +8,6 @@
 namespace mxq::test {
 
 // Expected outputs of quantize(input, req); `sizes` gives the buffer sizes (from quantize_sizes).
-QuantizeResult reference_quantize(const HostTensor& input, const QuantizeRequest& req,
-                                  const QuantizeSizes& sizes);
+QuantizeResult reference_quantize(const HostTensor& input, const QuantizeRequest& req, const QuantizeSizes& sizes);
 
 }  // namespace mxq::test

@@ -11,7 +11,9 @@ namespace {
 void poisoned_outputs(const QuantizeSizes& s, Direction d, uint8_t pattern, QuantizeResult* r, QuantizeOutputs* out) {
   r->sizes = s;
   const bool row = has_rowwise(d), col = has_colwise(d);
-  auto fill = [&](std::vector<uint8_t>& v, int64_t n, bool on) { v = on ? poisoned(size_t(n), pattern) : std::vector<uint8_t>{}; };
+  auto fill = [&](std::vector<uint8_t>& v, int64_t n, bool on) {
+    v = on ? poisoned(size_t(n), pattern) : std::vector<uint8_t>{};
+  };
   fill(r->row_data, s.row_data_bytes, row);
   fill(r->row_scales, s.row_scale_bytes, row);
   fill(r->col_data, s.col_data_bytes, col);
@@ -24,8 +26,9 @@ void poisoned_outputs(const QuantizeSizes& s, Direction d, uint8_t pattern, Quan
   r->padded_starts.assign(size_t(s.padded_offset_count), int32_t(pbits));
   r->padded_ends.assign(size_t(s.padded_offset_count), int32_t(pbits));
   auto ptr = [](auto& v) { return v.empty() ? nullptr : v.data(); };
-  *out = {ptr(r->row_data), ptr(r->row_scales), ptr(r->col_data), ptr(r->col_scales), ptr(r->s_enc),
-          ptr(r->s_dec),    ptr(r->padded_starts), ptr(r->padded_ends), nullptr};
+  *out = {ptr(r->row_data),      ptr(r->row_scales),  ptr(r->col_data),
+          ptr(r->col_scales),    ptr(r->s_enc),       ptr(r->s_dec),
+          ptr(r->padded_starts), ptr(r->padded_ends), nullptr};
 }
 
 template <class Args>

@@ -12,10 +12,10 @@
 namespace mxq::test {
 
 struct SwigluRequest {
-  QuantizeRequest quantize;      // how the computed tensor is quantized, and the backend
+  QuantizeRequest quantize;  // how the computed tensor is quantized, and the backend
   SwigluParams swiglu;
-  std::vector<float> weights;    // empty: none
-  bool keep_computed = true;     // pass the activation / grad_input buffer
+  std::vector<float> weights;  // empty: none
+  bool keep_computed = true;   // pass the activation / grad_input buffer
 };
 
 struct SwigluResult {

@@ -19,9 +19,7 @@ Rng Rng::fresh() {
 
 float Rng::normal() { return std::normal_distribution<float>(0.0f, 1.0f)(gen_); }
 
-int64_t Rng::uniform(int64_t lo, int64_t hi) {
-  return std::uniform_int_distribution<int64_t>(lo, hi)(gen_);
-}
+int64_t Rng::uniform(int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(gen_); }
 
 uint32_t Rng::bits32() { return static_cast<uint32_t>(gen_()); }
 
@@ -85,8 +83,8 @@ HostTensor HostTensor::contiguous_copy() const {
   return out;
 }
 
-HostTensor normal_tensor(Rng& rng, DType t, int64_t batch, int64_t rows, int64_t cols,
-                         int64_t row_stride, int64_t batch_stride) {
+HostTensor normal_tensor(Rng& rng, DType t, int64_t batch, int64_t rows, int64_t cols, int64_t row_stride,
+                         int64_t batch_stride) {
   HostTensor x(t, batch, rows, cols, row_stride, batch_stride);
   for (int64_t b = 0; b < batch; ++b)
     for (int64_t r = 0; r < rows; ++r)
@@ -100,17 +98,13 @@ std::vector<uint32_t> special_bit_patterns(DType t) {
       return {0x7FC00000u, 0x7F800000u, 0xFF800000u, 0x80000000u, 0x00000001u, 0x80000001u,
               0x007FFFFFu, 0x807FFFFFu, 0x7F7FFFFFu, 0xFF7FFFFFu, 0x00800000u};
     case DType::fp16:
-      return {0x7E00u, 0x7C00u, 0xFC00u, 0x8000u, 0x0001u, 0x8001u,
-              0x03FFu, 0x83FFu, 0x7BFFu, 0xFBFFu, 0x0400u};
-    default:
-      return {0x7FC0u, 0x7F80u, 0xFF80u, 0x8000u, 0x0001u, 0x8001u,
-              0x007Fu, 0x807Fu, 0x7F7Fu, 0xFF7Fu, 0x0080u};
+      return {0x7E00u, 0x7C00u, 0xFC00u, 0x8000u, 0x0001u, 0x8001u, 0x03FFu, 0x83FFu, 0x7BFFu, 0xFBFFu, 0x0400u};
+    default: return {0x7FC0u, 0x7F80u, 0xFF80u, 0x8000u, 0x0001u, 0x8001u, 0x007Fu, 0x807Fu, 0x7F7Fu, 0xFF7Fu, 0x0080u};
   }
 }
 
 namespace {
-HostTensor sprinkle(Rng& rng, DType t, int64_t batch, int64_t rows, int64_t cols, double p,
-                    size_t first_pattern) {
+HostTensor sprinkle(Rng& rng, DType t, int64_t batch, int64_t rows, int64_t cols, double p, size_t first_pattern) {
   HostTensor x = normal_tensor(rng, t, batch, rows, cols);
   const std::vector<uint32_t> specials = special_bit_patterns(t);
   std::bernoulli_distribution pick(p);
@@ -130,8 +124,7 @@ HostTensor special_tensor(Rng& rng, DType t, int64_t batch, int64_t rows, int64_
   return sprinkle(rng, t, batch, rows, cols, p, 0);
 }
 
-HostTensor finite_special_tensor(Rng& rng, DType t, int64_t batch, int64_t rows, int64_t cols,
-                                 double p) {
+HostTensor finite_special_tensor(Rng& rng, DType t, int64_t batch, int64_t rows, int64_t cols, double p) {
   return sprinkle(rng, t, batch, rows, cols, p, 3);  // skip NaN, +Inf, -Inf
 }
 
@@ -150,8 +143,8 @@ float element_max(Format f) {
   return num::dispatch_format(f, [](auto traits) { return decltype(traits)::max_value; });
 }
 
-::testing::AssertionResult every_byte_written(const std::vector<uint8_t>& a,
-                                              const std::vector<uint8_t>& b, const std::string& what) {
+::testing::AssertionResult every_byte_written(const std::vector<uint8_t>& a, const std::vector<uint8_t>& b,
+                                              const std::string& what) {
   if (a.size() != b.size()) {
     return ::testing::AssertionFailure() << what << ": sizes differ (" << a.size() << " vs " << b.size() << ")";
   }
@@ -164,29 +157,27 @@ float element_max(Format f) {
                                        << " bytes were not written (first at byte " << first << ")";
 }
 
-::testing::AssertionResult no_poison_left(const std::vector<uint8_t>& buf, uint8_t pattern,
-                                          const std::string& what) {
+::testing::AssertionResult no_poison_left(const std::vector<uint8_t>& buf, uint8_t pattern, const std::string& what) {
   const auto it = std::find(buf.begin(), buf.end(), pattern);
   if (it == buf.end()) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure() << what << ": poison byte 0x" << std::hex << int(pattern)
-                                       << std::dec << " left at byte " << (it - buf.begin());
+  return ::testing::AssertionFailure() << what << ": poison byte 0x" << std::hex << int(pattern) << std::dec
+                                       << " left at byte " << (it - buf.begin());
 }
 
-::testing::AssertionResult bytes_equal(const std::vector<uint8_t>& expected,
-                                       const std::vector<uint8_t>& actual, const std::string& what) {
+::testing::AssertionResult bytes_equal(const std::vector<uint8_t>& expected, const std::vector<uint8_t>& actual,
+                                       const std::string& what) {
   if (expected.size() != actual.size()) {
-    return ::testing::AssertionFailure() << what << ": sizes differ (expected " << expected.size()
-                                         << ", got " << actual.size() << ")";
+    return ::testing::AssertionFailure() << what << ": sizes differ (expected " << expected.size() << ", got "
+                                         << actual.size() << ")";
   }
   size_t count = 0, first = 0;
   for (size_t i = 0; i < expected.size(); ++i) {
     if (expected[i] != actual[i] && count++ == 0) first = i;
   }
   if (count == 0) return ::testing::AssertionSuccess();
-  return ::testing::AssertionFailure()
-         << what << ": " << count << " of " << expected.size() << " bytes differ; first at byte "
-         << first << ": expected 0x" << std::hex << int(expected[first]) << ", got 0x"
-         << int(actual[first]) << std::dec;
+  return ::testing::AssertionFailure() << what << ": " << count << " of " << expected.size()
+                                       << " bytes differ; first at byte " << first << ": expected 0x" << std::hex
+                                       << int(expected[first]) << ", got 0x" << int(actual[first]) << std::dec;
 }
 
 double sqnr_db(const std::vector<float>& ref, const std::vector<float>& test) {
@@ -200,8 +191,7 @@ double sqnr_db(const std::vector<float>& ref, const std::vector<float>& test) {
   return 10.0 * std::log10(signal / noise);
 }
 
-std::vector<int32_t> random_group_ends(Rng& rng, int64_t M, int64_t G, int64_t multiple,
-                                       int64_t tail_rows) {
+std::vector<int32_t> random_group_ends(Rng& rng, int64_t M, int64_t G, int64_t multiple, int64_t tail_rows) {
   const int64_t total = M - tail_rows;
   std::vector<int64_t> ends(static_cast<size_t>(G), total);
   for (int64_t g = 0; g + 1 < G; ++g) {
@@ -209,8 +199,8 @@ std::vector<int32_t> random_group_ends(Rng& rng, int64_t M, int64_t G, int64_t m
   }
   std::sort(ends.begin(), ends.end());
   if (G >= 3) {
-    ends[0] = 0;                                    // empty group at the front
-    ends[static_cast<size_t>(G - 2)] = total;       // empty group at the end
+    ends[0] = 0;                               // empty group at the front
+    ends[static_cast<size_t>(G - 2)] = total;  // empty group at the end
   }
   if (G >= 5) {
     const size_t mid = static_cast<size_t>(G / 2);  // 2 <= mid <= G - 3

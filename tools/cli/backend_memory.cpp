@@ -18,8 +18,7 @@ namespace {
 
 #ifdef MXQ_CLI_WITH_CUDA
 void check_cuda(cudaError_t err, const char* what) {
-  if (err != cudaSuccess)
-    throw CliError(kExitFailure, std::string(what) + ": " + cudaGetErrorString(err));
+  if (err != cudaSuccess) throw CliError(kExitFailure, std::string(what) + ": " + cudaGetErrorString(err));
 }
 #endif
 
@@ -33,8 +32,7 @@ bool device_memory_reachable() {
 
 }  // namespace
 
-BackendBuffer::BackendBuffer(Backend backend, size_t bytes)
-    : backend_(backend), bytes_(bytes), capacity_(bytes) {
+BackendBuffer::BackendBuffer(Backend backend, size_t bytes) : backend_(backend), bytes_(bytes), capacity_(bytes) {
   const size_t alloc = bytes ? bytes : 1;  // a valid pointer even for empty tensors
   if (backend == Backend::cuda) {
 #ifdef MXQ_CLI_WITH_CUDA
@@ -50,8 +48,10 @@ BackendBuffer::BackendBuffer(Backend backend, size_t bytes)
 BackendBuffer::~BackendBuffer() { release(); }
 
 BackendBuffer::BackendBuffer(BackendBuffer&& other) noexcept
-    : backend_(other.backend_), ptr_(std::exchange(other.ptr_, nullptr)),
-      bytes_(std::exchange(other.bytes_, 0)), capacity_(std::exchange(other.capacity_, 0)) {}
+    : backend_(other.backend_),
+      ptr_(std::exchange(other.ptr_, nullptr)),
+      bytes_(std::exchange(other.bytes_, 0)),
+      capacity_(std::exchange(other.capacity_, 0)) {}
 
 BackendBuffer& BackendBuffer::operator=(BackendBuffer&& other) noexcept {
   if (this != &other) {
@@ -167,8 +167,7 @@ Backend resolve_backend(Backend requested) {
   const bool cuda_usable = mxq::cuda_available() && device_memory_reachable();
   if (requested == Backend::cuda && !cuda_usable)
     throw CliError(kExitFailure, "--backend cuda: no CUDA device available (use cpu or auto)");
-  if (requested == Backend::auto_)
-    return cuda_usable && cuda_serves_quantize() ? Backend::cuda : Backend::cpu;
+  if (requested == Backend::auto_) return cuda_usable && cuda_serves_quantize() ? Backend::cuda : Backend::cpu;
   return requested;
 }
 

@@ -23,7 +23,9 @@ class BackendBuffer {
   void* data() { return ptr_; }
   const void* data() const { return ptr_; }
   template <class T>
-  T* as() { return static_cast<T*>(ptr_); }
+  T* as() {
+    return static_cast<T*>(ptr_);
+  }
   size_t size() const { return bytes_; }
   Backend backend() const { return backend_; }
   // Makes the buffer `bytes` long on `backend`, keeping its memory when that is large enough: a

@@ -25,9 +25,7 @@ void register_bench(CLI::App& app) {
   });
 #else
   cmd->allow_extras();
-  cmd->callback([] {
-    throw CliError(kExitFailure, "this mxq was built without the benchmark (bench/)");
-  });
+  cmd->callback([] { throw CliError(kExitFailure, "this mxq was built without the benchmark (bench/)"); });
 #endif
 }
 

@@ -95,16 +95,14 @@ Checkpoint::Checkpoint(const std::string& path) {
     throw SafetensorsError(index_path + ": no \"weight_map\" object");
   std::set<std::string> seen;
   for (const auto& [tensor, shard] : index_["weight_map"].items()) {
-    if (!shard.is_string())
-      throw SafetensorsError(index_path + ": weight_map entry '" + tensor + "' is not a string");
+    if (!shard.is_string()) throw SafetensorsError(index_path + ": weight_map entry '" + tensor + "' is not a string");
     const std::string name = shard.get<std::string>();
     if (!is_plain_file_name(name))
       throw SafetensorsError(index_path + ": shard name '" + name + "' is not a plain file name");
     if (seen.insert(name).second) shards_.push_back(name);
   }
   for (const std::string& name : shards_)
-    if (!is_regular_file(path + "/" + name))
-      throw SafetensorsError(index_path + ": shard '" + name + "' is missing");
+    if (!is_regular_file(path + "/" + name)) throw SafetensorsError(index_path + ": shard '" + name + "' is missing");
 }
 
 std::string Checkpoint::shard_path(size_t i) const {
@@ -120,8 +118,7 @@ std::unique_ptr<st::SafetensorsFile> Checkpoint::open_shard(size_t i) const {
     if (shard.get<std::string>() != shards_[i]) continue;
     ++listed;
     if (!file->view().find(tensor))
-      throw SafetensorsError(file->path() + ": tensor '" + tensor +
-                             "' listed in the index is not in this shard");
+      throw SafetensorsError(file->path() + ": tensor '" + tensor + "' listed in the index is not in this shard");
   }
   if (listed != file->view().tensors().size())
     throw SafetensorsError(file->path() + ": holds tensors that the index does not list for it");

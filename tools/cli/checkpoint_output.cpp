@@ -63,8 +63,7 @@ void write_file_atomically(const std::string& path, const std::string& text, uns
   st::forget_temp_file(temp);
 }
 
-CheckpointOutput::CheckpointOutput(const Checkpoint& in, const std::string& out, bool overwrite)
-    : in_(in), out_(out) {
+CheckpointOutput::CheckpointOutput(const Checkpoint& in, const std::string& out, bool overwrite) : in_(in), out_(out) {
   struct stat st {};
   const bool exists = ::lstat(out.c_str(), &st) == 0;
   if (exists && !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode))
@@ -75,8 +74,7 @@ CheckpointOutput::CheckpointOutput(const Checkpoint& in, const std::string& out,
     if (exists && !S_ISDIR(st.st_mode))
       throw CliError(kExitUsage, out + ": is a file; give a directory for a checkpoint directory");
   } else {
-    if (exists && S_ISDIR(st.st_mode))
-      throw CliError(kExitUsage, out + ": is a directory; give an output file name");
+    if (exists && S_ISDIR(st.st_mode)) throw CliError(kExitUsage, out + ": is a directory; give an output file name");
     if (exists && real_path(out) == real_path(in.shard_path(0)))
       throw CliError(kExitUsage, out + ": the output must differ from the input");
   }

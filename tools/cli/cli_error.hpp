@@ -10,15 +10,14 @@ namespace mxq::cli {
 
 enum ExitCode : int {
   kExitOk = 0,
-  kExitFailure = 1,     // the operation failed (library error, I/O error)
-  kExitUsage = 2,       // bad command line (CLI11 uses the same code)
-  kExitBadInput = 3,    // an input file is malformed or untrusted data is inconsistent
+  kExitFailure = 1,   // the operation failed (library error, I/O error)
+  kExitUsage = 2,     // bad command line (CLI11 uses the same code)
+  kExitBadInput = 3,  // an input file is malformed or untrusted data is inconsistent
 };
 
 class CliError : public std::runtime_error {
  public:
-  CliError(int exit_code, const std::string& message)
-      : std::runtime_error(message), exit_code_(exit_code) {}
+  CliError(int exit_code, const std::string& message) : std::runtime_error(message), exit_code_(exit_code) {}
   int exit_code() const { return exit_code_; }
 
  private:

@@ -59,13 +59,9 @@ std::vector<int64_t> scale_shape(const std::vector<int64_t>& shape, const QuantS
 }
 
 nlohmann::json quantization_config(const QuantSettings& s, const std::vector<std::string>& ignored) {
-  nlohmann::json weights = {{"num_bits", num::format_elem_bits(s.format)},
-                            {"type", "float"},
-                            {"symmetric", true},
-                            {"dynamic", false},
-                            {"group_size", num::format_block(s.format)},
-                            {"actorder", nullptr},
-                            {"observer", "minmax"}};
+  nlohmann::json weights = {
+      {"num_bits", num::format_elem_bits(s.format)}, {"type", "float"},     {"symmetric", true},   {"dynamic", false},
+      {"group_size", num::format_block(s.format)},   {"actorder", nullptr}, {"observer", "minmax"}};
   const char* format = "mxfp8-quantized";
   if (s.format == Format::nvfp4) {
     weights["strategy"] = "tensor_group";

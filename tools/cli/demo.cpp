@@ -36,8 +36,7 @@ constexpr int64_t kHidden = 1024, kFfn = 512, kExperts = 8;
 // Tokens routed to each expert: uneven, expert 1 receives none.
 const std::vector<int32_t> kGroupSizes = {611, 0, 397, 1024, 45, 283, 517, 123};
 
-std::vector<uint16_t> random_bf16(int64_t rows, int64_t cols, float base_scale, bool row_scales,
-                                  std::mt19937& rng) {
+std::vector<uint16_t> random_bf16(int64_t rows, int64_t cols, float base_scale, bool row_scales, std::mt19937& rng) {
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<uint16_t> v(rows * cols);
   for (int64_t r = 0; r < rows; ++r) {
@@ -56,8 +55,7 @@ struct DemoTensor {
   std::vector<uint16_t> host;
 };
 
-std::string sqnr_cell(Backend backend, const DemoTensor& t, const QuantizeJob& job,
-                      const Quantized& q) {
+std::string sqnr_cell(Backend backend, const DemoTensor& t, const QuantizeJob& job, const Quantized& q) {
   std::string cell;
   for (Direction d : {Direction::rowwise, Direction::colwise}) {
     if (!(static_cast<int32_t>(job.params.direction) & static_cast<int32_t>(d))) continue;
@@ -74,9 +72,8 @@ std::string sqnr_cell(Backend backend, const DemoTensor& t, const QuantizeJob& j
 void run_demo(const DemoOptions& opt) {
   const auto start = std::chrono::steady_clock::now();
   const Backend backend = resolve_backend(opt.backend);
-  std::printf("mxq %s demo: synthetic MoE layer, hidden %lld, ffn %lld, %lld experts\n",
-              mxq::version(), static_cast<long long>(kHidden), static_cast<long long>(kFfn),
-              static_cast<long long>(kExperts));
+  std::printf("mxq %s demo: synthetic MoE layer, hidden %lld, ffn %lld, %lld experts\n", mxq::version(),
+              static_cast<long long>(kHidden), static_cast<long long>(kFfn), static_cast<long long>(kExperts));
   const bool no_device = backend == Backend::cpu && !mxq::cuda_available();
   std::printf("backend: %s%s; scale rule %s, scale layout %s\n", to_string(backend),
               no_device ? " (no CUDA device)" : "", to_string(opt.rule), to_string(opt.layout));
@@ -108,14 +105,12 @@ void run_demo(const DemoOptions& opt) {
   check(pad(pad_args), "pad");
   const std::vector<int32_t> padded_ends = padded_ends_dev.download_all<int32_t>();
 
-  std::printf("tokens: %lld in %lld groups of sizes", static_cast<long long>(tokens),
-              static_cast<long long>(groups));
+  std::printf("tokens: %lld in %lld groups of sizes", static_cast<long long>(tokens), static_cast<long long>(groups));
   for (int32_t size : kGroupSizes) std::printf(" %d", size);
-  std::printf("; padded to multiples of %d: %d rows used of a %lld-row buffer\n\n", opt.alignment,
-              padded_ends.back(), static_cast<long long>(padded_rows));
+  std::printf("; padded to multiples of %d: %d rows used of a %lld-row buffer\n\n", opt.alignment, padded_ends.back(),
+              static_cast<long long>(padded_rows));
 
-  DemoTensor activations{"activations", TensorView{padded_dev.data(), DType::bf16, 1, padded_rows,
-                                                   kHidden},
+  DemoTensor activations{"activations", TensorView{padded_dev.data(), DType::bf16, 1, padded_rows, kHidden},
                          QuantizeGroups{TokenGroups{padded_ends_dev.as<int32_t>(), groups}, 0, 0},
                          padded_dev.download_all<uint16_t>()};
 
@@ -123,11 +118,11 @@ void run_demo(const DemoOptions& opt) {
   std::vector<uint16_t> w = random_bf16(kExperts * kFfn, kHidden, 0.02f, false, rng);
   BackendBuffer w_dev(backend, w.size() * 2);
   w_dev.upload(w.data(), w.size() * 2);
-  DemoTensor weights{"expert_weights", TensorView{w_dev.data(), DType::bf16, kExperts, kFfn, kHidden},
-                     QuantizeGroups{}, std::move(w)};
+  DemoTensor weights{"expert_weights", TensorView{w_dev.data(), DType::bf16, kExperts, kFfn, kHidden}, QuantizeGroups{},
+                     std::move(w)};
 
-  Table table({"tensor", "format", "direction", "shape", "bytes before", "bytes after", "ratio",
-               "SQNR dB (row/col)", "quantize ms", "GB/s"});
+  Table table({"tensor", "format", "direction", "shape", "bytes before", "bytes after", "ratio", "SQNR dB (row/col)",
+               "quantize ms", "GB/s"});
   double quantize_seconds = 0;
   for (const DemoTensor* t : {&activations, &weights}) {
     const int64_t before = static_cast<int64_t>(t->host.size()) * 2;
@@ -135,8 +130,7 @@ void run_demo(const DemoOptions& opt) {
     if (t->view.batch > 1) shape.insert(shape.begin(), t->view.batch);
     for (Format format : kAllFormats) {
       for (Direction direction : {Direction::rowwise, Direction::colwise, Direction::both}) {
-        QuantizeJob job{t->view, QuantizeParams{format, opt.rule, opt.layout, direction},
-                        t->groups};
+        QuantizeJob job{t->view, QuantizeParams{format, opt.rule, opt.layout, direction}, t->groups};
         const Quantized q = quantize_on(backend, job);
         quantize_seconds += q.seconds;
         char ratio[16], ms[16], gbps[16];
@@ -144,28 +138,26 @@ void run_demo(const DemoOptions& opt) {
         std::snprintf(ms, sizeof ms, "%.2f", q.seconds * 1e3);
         std::snprintf(gbps, sizeof gbps, "%.2f", (before + q.bytes()) / q.seconds / 1e9);
         table.add({t->name, to_string(format), to_string(direction),
-                   format_shape(shape) + (t->groups.groups.count ? " grouped" : ""),
-                   std::to_string(before), std::to_string(q.bytes()), ratio,
-                   sqnr_cell(backend, *t, job, q), ms, gbps});
+                   format_shape(shape) + (t->groups.groups.count ? " grouped" : ""), std::to_string(before),
+                   std::to_string(q.bytes()), ratio, sqnr_cell(backend, *t, job, q), ms, gbps});
       }
     }
   }
   table.print(stdout);
-  const double total =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  std::printf("\n24 quantize calls in %.1f ms on %s (GB/s = bytes read + written per second); "
-              "demo total %.2f s\n",
-              quantize_seconds * 1e3, to_string(backend), total);
+  const double total = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  std::printf(
+      "\n24 quantize calls in %.1f ms on %s (GB/s = bytes read + written per second); "
+      "demo total %.2f s\n",
+      quantize_seconds * 1e3, to_string(backend), total);
 }
 
 }  // namespace
 
 void register_demo(CLI::App& app) {
   auto opt = std::make_shared<DemoOptions>();
-  CLI::App* cmd = app.add_subcommand(
-      "demo", "Quantize a synthetic MoE layer in every format and direction (no files, no GPU)");
-  cmd->add_option("--backend", opt->backend, "auto, cpu or cuda")
-      ->transform(options::name_choice(backend_names()));
+  CLI::App* cmd =
+      app.add_subcommand("demo", "Quantize a synthetic MoE layer in every format and direction (no files, no GPU)");
+  cmd->add_option("--backend", opt->backend, "auto, cpu or cuda")->transform(options::name_choice(backend_names()));
   cmd->add_option("--scale-rule", opt->rule, "E8M0 scale rule: rceil or floor")
       ->transform(options::name_choice(scale_rule_names()));
   cmd->add_option("--scale-layout", opt->layout, "scale layout: blocked or linear")

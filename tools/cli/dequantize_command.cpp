@@ -1,6 +1,7 @@
 // `mxq dequantize IN OUT`: the inverse of `mxq quantize`: every quantized weight (found through the
 // settings recorded in the metadata, or gpt-oss MXFP4 experts of any gpt-oss checkpoint) becomes a
-// bf16 tensor of its original name and shape; every other tensor is copied. Weights are dequantized in bounded pieces straight into the output.
+// bf16 tensor of its original name and shape; every other tensor is copied. Weights are dequantized in bounded pieces
+// straight into the output.
 #include <CLI/CLI.hpp>
 
 #include <cstdio>
@@ -92,10 +93,9 @@ void run_dequantize(const DequantizeOptions& opt) {
           writer.write(spec.name, values, static_cast<uint64_t>(count) * 2);
         });
         writer.write(spec.name, nullptr, 0);  // an empty weight is still written
-        const uint64_t before = w->data->bytes() + w->scale->bytes() +
-                                (w->global_scale ? w->global_scale->bytes() : 0);
-        table.add({spec.name, format_shape(spec.shape), f->format_name(),
-                   std::to_string(before), std::to_string(spec.bytes())});
+        const uint64_t before = w->data->bytes() + w->scale->bytes() + (w->global_scale ? w->global_scale->bytes() : 0);
+        table.add({spec.name, format_shape(spec.shape), f->format_name(), std::to_string(before),
+                   std::to_string(spec.bytes())});
         ++weights;
       } else {
         const st::TensorInfo& t = *view.find(spec.name);
@@ -109,20 +109,19 @@ void run_dequantize(const DequantizeOptions& opt) {
   out.finish([](nlohmann::json& config) { config.erase("quantization_config"); });
 
   table.print(stdout);
-  std::printf("\n%lld weights dequantized to bf16, %lld tensors copied -> %s\n",
-              static_cast<long long>(weights), static_cast<long long>(copied), opt.out.c_str());
+  std::printf("\n%lld weights dequantized to bf16, %lld tensors copied -> %s\n", static_cast<long long>(weights),
+              static_cast<long long>(copied), opt.out.c_str());
 }
 
 }  // namespace
 
 void register_dequantize(CLI::App& app) {
   auto opt = std::make_shared<DequantizeOptions>();
-  CLI::App* cmd =
-      app.add_subcommand("dequantize", "Dequantize a quantized checkpoint (mxq's, compressed-tensors, gpt-oss MXFP4) to bf16");
+  CLI::App* cmd = app.add_subcommand(
+      "dequantize", "Dequantize a quantized checkpoint (mxq's, compressed-tensors, gpt-oss MXFP4) to bf16");
   cmd->add_option("IN", opt->in, "quantized .safetensors file or checkpoint directory")->required();
   cmd->add_option("OUT", opt->out, "output file or directory")->required();
-  cmd->add_option("--backend", opt->backend, "auto, cpu or cuda")
-      ->transform(options::name_choice(backend_names()));
+  cmd->add_option("--backend", opt->backend, "auto, cpu or cuda")->transform(options::name_choice(backend_names()));
   cmd->add_flag("--quiet", opt->quiet, "no progress bar");
   cmd->add_flag("--force", opt->force, "overwrite OUT if it exists");
   cmd->callback([opt] { run_dequantize(*opt); });

@@ -86,7 +86,8 @@ Encoded encode(Backend backend, ScaleRule rule, const st::TensorInfo& t, const u
   const DType dtype = *float_dtype(t.dtype);
   Staged input = stage(backend, bytes, t.bytes());
   QuantizeJob job{expert_view(t.shape, dtype, input.ptr),
-                  QuantizeParams{Format::mxfp4, rule, ScaleLayout::linear, Direction::colwise}, {}};
+                  QuantizeParams{Format::mxfp4, rule, ScaleLayout::linear, Direction::colwise},
+                  {}};
   const Quantized q = quantize_on(backend, job);
   auto product = [](const std::vector<int64_t>& d) {
     int64_t n = 1;

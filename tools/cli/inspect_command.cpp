@@ -33,16 +33,13 @@ class Reference {
   explicit Reference(const std::string& path) : checkpoint_(path) {
     for (size_t i = 0; i < checkpoint_.shard_names().size(); ++i) {
       files_.push_back(checkpoint_.open_shard(i));
-      for (const st::TensorInfo& t : files_.back()->view().tensors())
-        by_name_[t.name] = {files_.back().get(), &t};
+      for (const st::TensorInfo& t : files_.back()->view().tensors()) by_name_[t.name] = {files_.back().get(), &t};
     }
   }
   // The tensor `name` if it exists as a float tensor of `shape`, with its bytes.
-  const st::TensorInfo* find(const std::string& name, const std::vector<int64_t>& shape,
-                             const uint8_t** bytes) const {
+  const st::TensorInfo* find(const std::string& name, const std::vector<int64_t>& shape, const uint8_t** bytes) const {
     const auto it = by_name_.find(name);
-    if (it == by_name_.end() || it->second.second->shape != shape ||
-        !float_dtype(it->second.second->dtype))
+    if (it == by_name_.end() || it->second.second->shape != shape || !float_dtype(it->second.second->dtype))
       return nullptr;
     *bytes = it->second.first->view().data(*it->second.second);
     return it->second.second;
@@ -69,8 +66,7 @@ std::string stats_of_weight(Backend backend, const st::SafetensorsView& view, co
   return format_db(sqnr.db());
 }
 
-std::string stats_of_plain(const st::SafetensorsView& view, const st::TensorInfo& t,
-                           const Reference& ref) {
+std::string stats_of_plain(const st::SafetensorsView& view, const st::TensorInfo& t, const Reference& ref) {
   const auto dtype = float_dtype(t.dtype);
   const uint8_t* ref_bytes = nullptr;
   const st::TensorInfo* r = dtype ? ref.find(t.name, t.shape, &ref_bytes) : nullptr;
@@ -88,8 +84,8 @@ void print_settings(const st::SafetensorsView& view) {
   if (s) {
     const auto version = view.metadata().find("mxq_version");
     std::printf("  quantized by mxq %s: format %s, scale rule %s, scale layout %s\n",
-                version != view.metadata().end() ? version->second.c_str() : "?",
-                to_string(s->format), to_string(s->rule), to_string(s->layout));
+                version != view.metadata().end() ? version->second.c_str() : "?", to_string(s->format),
+                to_string(s->rule), to_string(s->layout));
   }
   const auto config = view.metadata().find("quantization_config");
   if (config != view.metadata().end()) {
@@ -121,8 +117,8 @@ void run_inspect(const InspectOptions& opt) {
   for (size_t i = 0; i < in.shard_names().size(); ++i) {
     const auto file = in.open_shard(i);
     const st::SafetensorsView& view = file->view();
-    std::printf("%s: %zu tensors, header %llu bytes\n", file->path().c_str(),
-                view.tensors().size(), static_cast<unsigned long long>(view.header_bytes()));
+    std::printf("%s: %zu tensors, header %llu bytes\n", file->path().c_str(), view.tensors().size(),
+                static_cast<unsigned long long>(view.header_bytes()));
     print_settings(view);
 
     auto s = settings_from_metadata(view.metadata());
@@ -139,8 +135,8 @@ void run_inspect(const InspectOptions& opt) {
     Table table(header);
     for (const st::TensorInfo& t : view.tensors()) {
       const auto r = role.find(t.name);
-      std::vector<std::string> row = {t.name, t.dtype, format_shape(t.shape),
-                                      std::to_string(t.bytes()), r == role.end() ? "" : r->second};
+      std::vector<std::string> row = {t.name, t.dtype, format_shape(t.shape), std::to_string(t.bytes()),
+                                      r == role.end() ? "" : r->second};
       if (ref) {
         const auto w = weights.find(t.name);
         row.push_back(w != weights.end() ? stats_of_weight(backend, view, w->second, *ref)
@@ -157,8 +153,7 @@ void run_inspect(const InspectOptions& opt) {
     std::printf("\n");
   }
   std::printf("total: %lld tensors, %s:", static_cast<long long>(tensors), format_bytes(total).c_str());
-  for (const auto& [dtype, bytes] : bytes_by_dtype)
-    std::printf(" %s %s;", dtype.c_str(), format_bytes(bytes).c_str());
+  for (const auto& [dtype, bytes] : bytes_by_dtype) std::printf(" %s %s;", dtype.c_str(), format_bytes(bytes).c_str());
   std::printf("\n");
 }
 
@@ -169,8 +164,7 @@ void register_inspect(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "inspect", "List the tensors, dtypes, shapes, sizes and quantization settings of a checkpoint");
   cmd->add_option("FILE", opt->file, ".safetensors file or checkpoint directory")->required();
-  cmd->add_option("--stats", opt->reference,
-                  "reference checkpoint: print the SQNR of every tensor against it");
+  cmd->add_option("--stats", opt->reference, "reference checkpoint: print the SQNR of every tensor against it");
   cmd->add_option("--backend", opt->backend, "auto, cpu or cuda (for --stats)")
       ->transform(options::name_choice(backend_names()));
   cmd->callback([opt] { run_inspect(*opt); });

@@ -15,8 +15,7 @@
 int main(int argc, char** argv) {
   using namespace mxq::cli;
   mxq::st::remove_temp_files_on_signals(kExitBadInput);
-  CLI::App app{"mxq: microscaling quantization (MXFP8, MXFP4, NVFP4) of MoE tensors and checkpoints",
-               "mxq"};
+  CLI::App app{"mxq: microscaling quantization (MXFP8, MXFP4, NVFP4) of MoE tensors and checkpoints", "mxq"};
   app.set_version_flag("--version", std::string("mxq ") + mxq::version());
   app.require_subcommand(1);
   register_demo(app);

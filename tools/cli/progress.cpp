@@ -9,8 +9,10 @@
 namespace mxq::cli {
 
 Progress::Progress(int64_t total_bytes, bool enabled)
-    : total_(total_bytes), enabled_(enabled && ::isatty(STDERR_FILENO)),
-      start_(std::chrono::steady_clock::now()), last_draw_(start_) {}
+    : total_(total_bytes),
+      enabled_(enabled && ::isatty(STDERR_FILENO)),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_) {}
 
 Progress::~Progress() { finish(); }
 
@@ -26,8 +28,7 @@ void Progress::advance(int64_t bytes, const std::string& label) {
 void Progress::draw(const std::string& label) {
   constexpr int kWidth = 30;
   const double fraction = total_ > 0 ? static_cast<double>(done_) / total_ : 1.0;
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
   const int filled = static_cast<int>(fraction * kWidth);
   const double rate = seconds > 0 ? done_ / seconds : 0.0;  // bytes per second so far
   const double eta = rate > 0 ? (total_ - done_) / rate : 0.0;

@@ -86,14 +86,13 @@ enum class Layout { compressed_tensors, gpt_oss };
 
 std::string module_of(const std::string& name) {
   const std::string suffix = ".weight";
-  return name.size() > suffix.size() &&
-                 name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0
+  return name.size() > suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0
              ? name.substr(0, name.size() - suffix.size())
              : name;
 }
 
-std::vector<Plan> plan_shard(const st::SafetensorsView& view, const QuantSettings& s,
-                             const Selection& sel, Layout layout) {
+std::vector<Plan> plan_shard(const st::SafetensorsView& view, const QuantSettings& s, const Selection& sel,
+                             Layout layout) {
   std::vector<Plan> plans;
   for (const st::TensorInfo& t : view.tensors()) {
     Plan p{&t, false, layout == Layout::gpt_oss ? gpt_oss::kept_reason(t) : sel.kept_reason(t, s.format)};
@@ -105,8 +104,7 @@ std::vector<Plan> plan_shard(const st::SafetensorsView& view, const QuantSetting
   return plans;
 }
 
-std::vector<st::TensorSpec> output_specs(const std::vector<Plan>& plans, const QuantSettings& s,
-                                         Layout layout) {
+std::vector<st::TensorSpec> output_specs(const std::vector<Plan>& plans, const QuantSettings& s, Layout layout) {
   std::vector<st::TensorSpec> specs;
   for (const Plan& p : plans) {
     const st::TensorInfo& t = *p.tensor;
@@ -137,9 +135,8 @@ void run_quantize(const QuantizeOptions& opt) {
   for (const std::string& g : opt.shared_scales) scale_groups.push_back(parse_scale_group(g));
   if (opt.shared_scales.empty()) scale_groups = default_scale_groups();
   const Checkpoint in(opt.in);
-  const Layout layout = gpt_oss::is_gpt_oss(model_config(in)) && s.format == Format::mxfp4
-                            ? Layout::gpt_oss
-                            : Layout::compressed_tensors;
+  const Layout layout =
+      gpt_oss::is_gpt_oss(model_config(in)) && s.format == Format::mxfp4 ? Layout::gpt_oss : Layout::compressed_tensors;
   CheckpointOutput out(in, opt.out, opt.force);
 
   // A first pass over the headers: total bytes for the progress bar, the ignore list (the Linear
@@ -166,9 +163,8 @@ void run_quantize(const QuantizeOptions& opt) {
   const nlohmann::json config =
       layout == Layout::gpt_oss ? gpt_oss::quantization_config() : quantization_config(s, ignored);
 
-  std::printf("mxq quantize: %s -> %s, format %s, scale rule %s, scale layout %s, backend %s, %s\n",
-              opt.in.c_str(), opt.out.c_str(), to_string(s.format), to_string(s.rule),
-              to_string(s.layout), to_string(backend),
+  std::printf("mxq quantize: %s -> %s, format %s, scale rule %s, scale layout %s, backend %s, %s\n", opt.in.c_str(),
+              opt.out.c_str(), to_string(s.format), to_string(s.rule), to_string(s.layout), to_string(backend),
               layout == Layout::gpt_oss ? "gpt-oss MXFP4 experts" : "compressed-tensors");
   std::vector<Outcome> outcomes;  // quantized weights and kept float matrices, for the summary
   Progress progress(total_bytes, !opt.quiet);
@@ -188,8 +184,7 @@ void run_quantize(const QuantizeOptions& opt) {
     const std::vector<st::TensorSpec> specs = output_specs(plans, s, layout);
     for (const st::TensorSpec& spec : specs)
       if (!written_names.insert(spec.name).second)
-        throw CliError(kExitBadInput, "output tensor '" + spec.name +
-                                          "' would exist twice (the input already has it)");
+        throw CliError(kExitBadInput, "output tensor '" + spec.name + "' would exist twice (the input already has it)");
 
     std::map<std::string, std::string> metadata = view.metadata();
     metadata.emplace("format", "pt");  // transformers refuses safetensors without it
@@ -226,9 +221,8 @@ void run_quantize(const QuantizeOptions& opt) {
         const auto shared = key ? group_amax.find(*key) : group_amax.end();
         WeightEncoder& encoder = encoders[turn];
         turn ^= 1;
-        const EncodedWeight w = encoder.encode(t, view.data(t),
-                                               shared != group_amax.end() ? &shared->second : nullptr,
-                                               opt.stats);
+        const EncodedWeight w =
+            encoder.encode(t, view.data(t), shared != group_amax.end() ? &shared->second : nullptr, opt.stats);
         const QuantizedNames names = quantized_names(t.name, s.format);
         finish_writing();
         writing = std::async(std::launch::async, [&writer, names, w] {
@@ -255,37 +249,43 @@ void run_quantize(const QuantizeOptions& opt) {
   out.finish([&](nlohmann::json& cfg) { cfg["quantization_config"] = config; });
   progress.finish();
 
-  const double seconds =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   std::printf("\n");
   Table table({"tensor", "shape", "dtype", "format", "bytes before", "bytes after", "SQNR dB"});
   for (const Outcome& o : outcomes)
     table.add({o.name, format_shape(o.shape), o.dtype, o.action, std::to_string(o.bytes_before),
-               std::to_string(o.bytes_after),
-               o.sqnr_db ? format_db(*o.sqnr_db) : "-"});
+               std::to_string(o.bytes_after), o.sqnr_db ? format_db(*o.sqnr_db) : "-"});
   table.print(stdout);
   if (!opt.json.empty()) {
     nlohmann::json tensors = nlohmann::json::array();
     for (const Outcome& o : outcomes)
-      tensors.push_back({{"name", o.name}, {"shape", o.shape}, {"dtype", o.dtype}, {"action", o.action},
-                         {"bytes_before", o.bytes_before}, {"bytes_after", o.bytes_after},
-                         {"sqnr_db", o.sqnr_db && std::isfinite(*o.sqnr_db) ? nlohmann::json(*o.sqnr_db)
-                                                                             : nlohmann::json(nullptr)}});
-    const nlohmann::json summary = {
-        {"input", opt.in}, {"output", opt.out}, {"format", to_string(s.format)},
-        {"scale_rule", to_string(s.rule)}, {"backend", to_string(backend)},
-        {"layout", layout == Layout::gpt_oss ? "gpt-oss-mxfp4" : "compressed-tensors"},
-        {"quantized", quantized_count}, {"copied", copied}, {"input_bytes", total_bytes},
-        {"quantized_bytes_before", bytes_before}, {"quantized_bytes_after", bytes_after},
-        {"seconds", seconds}, {"tensors", tensors}};
+      tensors.push_back(
+          {{"name", o.name},
+           {"shape", o.shape},
+           {"dtype", o.dtype},
+           {"action", o.action},
+           {"bytes_before", o.bytes_before},
+           {"bytes_after", o.bytes_after},
+           {"sqnr_db", o.sqnr_db && std::isfinite(*o.sqnr_db) ? nlohmann::json(*o.sqnr_db) : nlohmann::json(nullptr)}});
+    const nlohmann::json summary = {{"input", opt.in},
+                                    {"output", opt.out},
+                                    {"format", to_string(s.format)},
+                                    {"scale_rule", to_string(s.rule)},
+                                    {"backend", to_string(backend)},
+                                    {"layout", layout == Layout::gpt_oss ? "gpt-oss-mxfp4" : "compressed-tensors"},
+                                    {"quantized", quantized_count},
+                                    {"copied", copied},
+                                    {"input_bytes", total_bytes},
+                                    {"quantized_bytes_before", bytes_before},
+                                    {"quantized_bytes_after", bytes_after},
+                                    {"seconds", seconds},
+                                    {"tensors", tensors}};
     write_file_atomically(opt.json, summary.dump(2) + "\n");
   }
   std::printf("\n%lld tensors quantized: %s -> %s (%.2fx); %lld copied unchanged; %.2f s, %.1f MB/s\n",
               static_cast<long long>(quantized_count), format_bytes(bytes_before).c_str(),
-              format_bytes(bytes_after).c_str(),
-              bytes_after ? static_cast<double>(bytes_before) / bytes_after : 0.0,
-              static_cast<long long>(copied), seconds,
-              seconds > 0 ? total_bytes / seconds / 1e6 : 0.0);
+              format_bytes(bytes_after).c_str(), bytes_after ? static_cast<double>(bytes_before) / bytes_after : 0.0,
+              static_cast<long long>(copied), seconds, seconds > 0 ? total_bytes / seconds / 1e6 : 0.0);
 }
 
 }  // namespace
@@ -295,8 +295,7 @@ void register_quantize(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "quantize", "Quantize a safetensors checkpoint (file or sharded directory) to compressed-tensors");
   cmd->add_option("IN", opt->in, "input .safetensors file or checkpoint directory")->required();
-  cmd->add_option("OUT", opt->out, "output file (file input) or directory (directory input)")
-      ->required();
+  cmd->add_option("OUT", opt->out, "output file (file input) or directory (directory input)")->required();
   cmd->add_option("--format", opt->settings.format, "mxfp8, mxfp8_e5m2, mxfp4 or nvfp4")
       ->required()
       ->transform(options::name_choice(format_names()));
@@ -306,20 +305,18 @@ void register_quantize(CLI::App& app) {
                   "scales as stored: linear, what loaders read (blocked is refused: loaders would "
                   "misread it)")
       ->transform(options::name_choice(scale_layout_names()));
-  cmd->add_option("--targets", opt->targets,
-                  "quantize tensors whose name matches (regex; 2-D weights only)")
+  cmd->add_option("--targets", opt->targets, "quantize tensors whose name matches (regex; 2-D weights only)")
       ->capture_default_str();
-  cmd->add_option("--ignore", opt->ignore, "never quantize tensors whose name matches (regex)")
-      ->capture_default_str();
+  cmd->add_option("--ignore", opt->ignore, "never quantize tensors whose name matches (regex)")->capture_default_str();
   cmd->add_option("--shared-scale", opt->shared_scales,
                   "nvfp4: modules under one parent that share a global scale, comma-separated "
                   "(repeatable; replaces the defaults q_proj,k_proj,v_proj gate_proj,up_proj w1,w3 "
                   "q_a_proj,kv_a_proj_with_mqa)");
   cmd->add_flag("--force", opt->force, "overwrite OUT if it exists");
-  cmd->add_option("--json", opt->json, "also write a JSON summary (every tensor's fate, sizes, SQNR, time) to this file");
+  cmd->add_option("--json", opt->json,
+                  "also write a JSON summary (every tensor's fate, sizes, SQNR, time) to this file");
   cmd->add_flag("!--no-stats", opt->stats, "skip the SQNR of each weight (a second pass over it)");
-  cmd->add_option("--backend", opt->backend, "auto, cpu or cuda")
-      ->transform(options::name_choice(backend_names()));
+  cmd->add_option("--backend", opt->backend, "auto, cpu or cuda")->transform(options::name_choice(backend_names()));
   cmd->add_flag("--quiet", opt->quiet, "no progress bar");
   cmd->callback([opt] { run_quantize(*opt); });
 }

@@ -7,8 +7,8 @@
 namespace mxq::cli {
 
 int64_t Quantized::bytes() const {
-  return sizes.row_data_bytes + sizes.row_scale_bytes + sizes.col_data_bytes +
-         sizes.col_scale_bytes + sizes.tensor_scale_count * static_cast<int64_t>(sizeof(float));
+  return sizes.row_data_bytes + sizes.row_scale_bytes + sizes.col_data_bytes + sizes.col_scale_bytes +
+         sizes.tensor_scale_count * static_cast<int64_t>(sizeof(float));
 }
 
 Quantized quantize_on(Backend backend, const QuantizeJob& job) {
@@ -55,8 +55,7 @@ void quantize_into(Backend backend, const QuantizeJob& job, Quantized& q) {
   q.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
 
-std::vector<float> dequantize_on(Backend backend, const QuantizeJob& job, const Quantized& q,
-                                 Direction direction) {
+std::vector<float> dequantize_on(Backend backend, const QuantizeJob& job, const Quantized& q, Direction direction) {
   DequantizeArgs args;
   args.params = job.params;
   args.params.direction = direction;

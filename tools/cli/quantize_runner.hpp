@@ -34,7 +34,6 @@ void quantize_into(Backend backend, const QuantizeJob& job, Quantized& q);
 
 // Dequantizes one direction (rowwise or colwise) of `q` into fp32 host memory, shape
 // (batch, rows', cols) row-major as docs/layouts.md describes.
-std::vector<float> dequantize_on(Backend backend, const QuantizeJob& job, const Quantized& q,
-                                 Direction direction);
+std::vector<float> dequantize_on(Backend backend, const QuantizeJob& job, const Quantized& q, Direction direction);
 
 }  // namespace mxq::cli

@@ -150,14 +150,13 @@ TensorInfo parse_tensor(const std::string& name, const json& entry, const std::s
     fail(origin, where + ": shape element count overflows");
 
   const json& offsets = entry["data_offsets"];
-  if (!offsets.is_array() || offsets.size() != 2)
-    fail(origin, where + ": data_offsets is not a pair [begin, end]");
+  if (!offsets.is_array() || offsets.size() != 2) fail(origin, where + ": data_offsets is not a pair [begin, end]");
   t.begin = as_u64(offsets[0], origin, where + ": data_offsets[0]");
   t.end = as_u64(offsets[1], origin, where + ": data_offsets[1]");
   if (t.end < t.begin) fail(origin, where + ": data_offsets end before begin");
   if (t.end - t.begin != elements * elem)
-    fail(origin, where + ": shape and dtype give " + std::to_string(elements * elem) +
-                     " bytes but data_offsets span " + std::to_string(t.end - t.begin));
+    fail(origin, where + ": shape and dtype give " + std::to_string(elements * elem) + " bytes but data_offsets span " +
+                     std::to_string(t.end - t.begin));
   return t;
 }
 
@@ -170,16 +169,15 @@ int64_t TensorInfo::elements() const {
   return n;
 }
 
-SafetensorsView SafetensorsView::parse(const uint8_t* image, size_t size,
-                                       const std::string& origin) {
-  if (size < 8) fail(origin, "file too small for a safetensors header (" + std::to_string(size) +
-                                 " bytes)");
+SafetensorsView SafetensorsView::parse(const uint8_t* image, size_t size, const std::string& origin) {
+  if (size < 8) fail(origin, "file too small for a safetensors header (" + std::to_string(size) + " bytes)");
   uint64_t n = 0;
   for (int i = 7; i >= 0; --i) n = (n << 8) | image[i];  // little-endian
   // The length's value is not printed: for a file that is no safetensors file at all it is just
   // its first 8 bytes, which are not ours to show.
   if (n > kMaxHeaderBytes)
-    fail(origin, "header length exceeds the limit of " + std::to_string(kMaxHeaderBytes) + " bytes (not a safetensors file?)");
+    fail(origin,
+         "header length exceeds the limit of " + std::to_string(kMaxHeaderBytes) + " bytes (not a safetensors file?)");
   if (n > size - 8)
     fail(origin, "header length is larger than the file (" + std::to_string(size) + " bytes; not a safetensors file?)");
 
@@ -212,8 +210,8 @@ SafetensorsView SafetensorsView::parse(const uint8_t* image, size_t size,
     if (t.begin > expected) fail(origin, "gap before tensor '" + t.name + "' (data not covered)");
     expected = t.end;
     if (expected > data_size)
-      fail(origin, "tensor '" + t.name + "' ends at byte " + std::to_string(expected) +
-                       " past the data section (" + std::to_string(data_size) + " bytes)");
+      fail(origin, "tensor '" + t.name + "' ends at byte " + std::to_string(expected) + " past the data section (" +
+                       std::to_string(data_size) + " bytes)");
   }
   if (expected != data_size)
     fail(origin, std::to_string(data_size - expected) + " trailing bytes after the last tensor");

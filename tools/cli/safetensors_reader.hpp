@@ -20,7 +20,7 @@ class SafetensorsError : public std::runtime_error {
 
 struct TensorInfo {
   std::string name;
-  std::string dtype;           // safetensors spelling: BF16, F32, F8_E4M3, U8, ...
+  std::string dtype;  // safetensors spelling: BF16, F32, F8_E4M3, U8, ...
   std::vector<int64_t> shape;
   uint64_t begin = 0, end = 0;  // byte range inside the data section
   uint64_t bytes() const { return end - begin; }

@@ -15,9 +15,7 @@
 namespace mxq::st {
 namespace {
 
-[[noreturn]] void fail(const std::string& path, const std::string& message) {
-  throw WriteError(path + ": " + message);
-}
+[[noreturn]] void fail(const std::string& path, const std::string& message) { throw WriteError(path + ": " + message); }
 
 std::string directory_of(const std::string& path) {
   const size_t slash = path.find_last_of('/');
@@ -45,8 +43,7 @@ SafetensorsWriter::SafetensorsWriter(const std::string& path, std::vector<Tensor
     if (dtype_size(t.dtype) == 0) fail(path, "tensor '" + t.name + "': unknown dtype " + t.dtype);
     for (int64_t d : t.shape)
       if (d < 0) fail(path, "tensor '" + t.name + "': negative dimension");
-    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape},
-                      {"data_offsets", {offset, offset + t.bytes()}}};
+    header[t.name] = {{"dtype", t.dtype}, {"shape", t.shape}, {"data_offsets", {offset, offset + t.bytes()}}};
     offset += t.bytes();
   }
   std::string text = header.empty() ? std::string("{}") : header.dump();
@@ -79,16 +76,14 @@ void SafetensorsWriter::write_all(const void* data, uint64_t bytes) {
 }
 
 void SafetensorsWriter::write(const std::string& name, const void* data, uint64_t bytes) {
-  if (current_ < tensors_.size() && tensors_[current_].name != name &&
-      written_ == tensors_[current_].bytes()) {
+  if (current_ < tensors_.size() && tensors_[current_].name != name && written_ == tensors_[current_].bytes()) {
     ++current_;  // the previous tensor is complete: move on
     written_ = 0;
   }
   if (current_ >= tensors_.size() || tensors_[current_].name != name)
     fail(path_, "tensor '" + name + "' written out of the declared order");
   if (bytes > tensors_[current_].bytes() - written_)
-    fail(path_, "tensor '" + name + "': more bytes than the declared " +
-                    std::to_string(tensors_[current_].bytes()));
+    fail(path_, "tensor '" + name + "': more bytes than the declared " + std::to_string(tensors_[current_].bytes()));
   write_all(data, bytes);
   written_ += bytes;
 }
@@ -98,8 +93,7 @@ void SafetensorsWriter::commit() {
     ++current_;
     written_ = 0;
   }
-  if (current_ != tensors_.size())
-    fail(path_, "commit with tensor '" + tensors_[current_].name + "' incomplete");
+  if (current_ != tensors_.size()) fail(path_, "commit with tensor '" + tensors_[current_].name + "' incomplete");
   if (::fsync(fd_) != 0) fail(path_, std::string("fsync failed: ") + std::strerror(errno));
   ::close(fd_);
   fd_ = -1;

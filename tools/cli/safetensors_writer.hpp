@@ -41,8 +41,8 @@ class SafetensorsWriter {
   void write_all(const void* data, uint64_t bytes);
   std::string path_, temp_path_;
   std::vector<TensorSpec> tensors_;
-  size_t current_ = 0;       // the tensor being written
-  uint64_t written_ = 0;     // its bytes written so far
+  size_t current_ = 0;    // the tensor being written
+  uint64_t written_ = 0;  // its bytes written so far
   int fd_ = -1;
   bool committed_ = false;
 };

@@ -36,8 +36,7 @@ std::string Selection::kept_reason(const st::TensorInfo& t, Format format) const
 std::vector<ScaleGroup> default_scale_groups() {
   // Attention q/k/v, the MLP's gate/up (Llama, Qwen, DeepSeek), Mixtral's expert w1/w3, DeepSeek's
   // fused q_a / kv_a projection.
-  return {{"q_proj", "k_proj", "v_proj"}, {"gate_proj", "up_proj"}, {"w1", "w3"},
-          {"q_a_proj", "kv_a_proj_with_mqa"}};
+  return {{"q_proj", "k_proj", "v_proj"}, {"gate_proj", "up_proj"}, {"w1", "w3"}, {"q_a_proj", "kv_a_proj_with_mqa"}};
 }
 
 ScaleGroup parse_scale_group(const std::string& text) {

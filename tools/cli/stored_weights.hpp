@@ -12,7 +12,7 @@ namespace mxq::cli {
 struct FoundWeight {
   StoredWeight weight;
   std::optional<QuantSettings> settings;  // empty: gpt-oss MXFP4
-  const char* format_name() const;         // "mxfp8", ..., or "mxfp4 (gpt-oss blocks)"
+  const char* format_name() const;        // "mxfp8", ..., or "mxfp4 (gpt-oss blocks)"
 };
 
 // In tensor order; compressed-tensors weights only when `settings` is given.

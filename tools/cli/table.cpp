@@ -27,8 +27,7 @@ void Table::add(std::vector<std::string> row) {
 namespace {
 
 bool looks_numeric(const std::string& s) {
-  return !s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) || s == "inf" ||
-                        s == "n/a" || s[0] == '-');
+  return !s.empty() && (std::isdigit(static_cast<unsigned char>(s[0])) || s == "inf" || s == "n/a" || s[0] == '-');
 }
 
 }  // namespace
@@ -37,8 +36,7 @@ void Table::print(std::FILE* out) const {
   std::vector<size_t> width(header_.size(), 0);
   for (size_t c = 0; c < header_.size(); ++c) width[c] = header_[c].size();
   for (const auto& row : rows_)
-    for (size_t c = 0; c < row.size() && c < width.size(); ++c)
-      width[c] = std::max(width[c], row[c].size());
+    for (size_t c = 0; c < row.size() && c < width.size(); ++c) width[c] = std::max(width[c], row[c].size());
 
   auto print_row = [&](const std::vector<std::string>& row, bool is_header) {
     for (size_t c = 0; c < width.size(); ++c) {

@@ -23,7 +23,7 @@ class Table {
 // from an input file (tensor names, metadata) cannot drive the terminal.
 std::string printable(const std::string& s);
 
-std::string format_bytes(int64_t bytes);                  // "1.50 MiB"
+std::string format_bytes(int64_t bytes);                     // "1.50 MiB"
 std::string format_shape(const std::vector<int64_t>& dims);  // "8x512x1024"
 
 }  // namespace mxq::cli

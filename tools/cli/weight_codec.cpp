@@ -36,18 +36,16 @@ TensorView view_of(const std::vector<int64_t>& shape, DType dtype, const void* d
 // at a time. Bands start on multiples of 128 rows, where both scale layouts start a fresh run of
 // rows: linear scales at row * ceil(cols/block), blocked at row * Cp (a whole 128-row tile).
 // `band_elements` bounds each piece; `out` is the (reused) backend buffer the pieces land in.
-void decode_rowwise(Backend backend, const QuantSettings& s, const TensorView& shape,
-                    const uint8_t* data, const uint8_t* scales, const float* s_dec, DType dtype,
-                    int64_t band_elements, BackendBuffer& out, const ChunkVisitor& visit) {
+void decode_rowwise(Backend backend, const QuantSettings& s, const TensorView& shape, const uint8_t* data,
+                    const uint8_t* scales, const float* s_dec, DType dtype, int64_t band_elements, BackendBuffer& out,
+                    const ChunkVisitor& visit) {
   const int64_t block = num::format_block(s.format);
   const int64_t row_bytes = shape.cols * num::format_elem_bits(s.format) / 8;
   const int64_t scale_cols = num::ceil_div(shape.cols, block);
   const bool blocked = s.layout == ScaleLayout::blocked;
   const int64_t scale_row_bytes = blocked ? num::blocked_cols(scale_cols) : scale_cols;
-  const int64_t scale_batch_bytes =
-      blocked ? num::blocked_bytes(shape.rows, scale_cols) : shape.rows * scale_cols;
-  const int64_t band = std::max<int64_t>(128, band_elements / std::max<int64_t>(shape.cols, 1) /
-                                                  128 * 128);
+  const int64_t scale_batch_bytes = blocked ? num::blocked_bytes(shape.rows, scale_cols) : shape.rows * scale_cols;
+  const int64_t band = std::max<int64_t>(128, band_elements / std::max<int64_t>(shape.cols, 1) / 128 * 128);
   std::vector<uint8_t> host;  // cuda: the piece downloaded
   const int64_t out_size = dtype_size(dtype);
 
@@ -122,13 +120,13 @@ HostBytes WeightEncoder::to_host(const BackendBuffer& buffer, std::vector<uint8_
   return {host.data(), host.size()};
 }
 
-EncodedWeight WeightEncoder::encode(const st::TensorInfo& t, const uint8_t* bytes,
-                                    const float* tensor_amax, bool stats) {
+EncodedWeight WeightEncoder::encode(const st::TensorInfo& t, const uint8_t* bytes, const float* tensor_amax,
+                                    bool stats) {
   const QuantSettings& s = settings_;
   const DType dtype = *float_dtype(t.dtype);
   Staged input = stage(backend_, bytes, t.bytes());
-  QuantizeJob job{view_of(t.shape, dtype, input.ptr),
-                  QuantizeParams{s.format, s.rule, s.layout, Direction::rowwise}, {}};
+  QuantizeJob job{
+      view_of(t.shape, dtype, input.ptr), QuantizeParams{s.format, s.rule, s.layout, Direction::rowwise}, {}};
   if (tensor_amax) {
     amax_.resize(backend_, job.input.batch * sizeof(float));
     amax_.upload(tensor_amax, job.input.batch * sizeof(float));
@@ -139,8 +137,8 @@ EncodedWeight WeightEncoder::encode(const st::TensorInfo& t, const uint8_t* byte
   // The checkpoint's shapes and the library's sizes are two statements of one layout.
   if (q_.sizes.row_data_bytes != product(data_shape(t.shape, s.format)) ||
       q_.sizes.row_scale_bytes != product(scale_shape(t.shape, s)))
-    throw CliError(kExitFailure, "internal: stored shapes of '" + t.name +
-                                     "' disagree with the library's output sizes");
+    throw CliError(kExitFailure,
+                   "internal: stored shapes of '" + t.name + "' disagree with the library's output sizes");
   EncodedWeight w;
   w.seconds = q_.seconds;
   w.data = to_host(q_.row_data, host_data_);
@@ -152,24 +150,21 @@ EncodedWeight WeightEncoder::encode(const st::TensorInfo& t, const uint8_t* byte
   constexpr int64_t kStatsBand = int64_t{1} << 20;
   Sqnr sqnr;
   decode_rowwise(backend_, s, job.input, static_cast<const uint8_t*>(q_.row_data.data()),
-                 static_cast<const uint8_t*>(q_.row_scales.data()),
-                 static_cast<const float*>(q_.s_dec.data()), DType::fp32, kStatsBand, decoded_,
-                 [&](const void* values, int64_t offset, int64_t count) {
-                   sqnr.add(bytes + offset * dtype_size(dtype), dtype,
-                            static_cast<const float*>(values), count);
+                 static_cast<const uint8_t*>(q_.row_scales.data()), static_cast<const float*>(q_.s_dec.data()),
+                 DType::fp32, kStatsBand, decoded_, [&](const void* values, int64_t offset, int64_t count) {
+                   sqnr.add(bytes + offset * dtype_size(dtype), dtype, static_cast<const float*>(values), count);
                  });
   w.sqnr_db = sqnr.db();
   return w;
 }
 
-std::optional<StoredWeight> find_stored_weight(const st::SafetensorsView& view,
-                                               const st::TensorInfo& t, const QuantSettings& s) {
+std::optional<StoredWeight> find_stored_weight(const st::SafetensorsView& view, const st::TensorInfo& t,
+                                               const QuantSettings& s) {
   const bool fp4 = num::format_elem_bits(s.format) == 4;
   const std::string suffix = "_packed";
   std::string name = t.name;
   if (fp4) {
-    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(),
-                                                     suffix) != 0)
+    if (name.size() <= suffix.size() || name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0)
       return std::nullopt;
     name.resize(name.size() - suffix.size());
   }
@@ -195,15 +190,15 @@ std::optional<StoredWeight> find_stored_weight(const st::SafetensorsView& view,
   if (s.format == Format::nvfp4) {
     w.global_scale = view.find(names.global_scale);
     const int64_t batch = w.shape.size() == 3 ? w.shape[0] : 1;
-    if (!w.global_scale || w.global_scale->dtype != "F32" ||
-        w.global_scale->elements() != batch || w.global_scale->shape.size() != 1)
+    if (!w.global_scale || w.global_scale->dtype != "F32" || w.global_scale->elements() != batch ||
+        w.global_scale->shape.size() != 1)
       throw bad("needs '" + names.global_scale + "' F32 of shape (" + std::to_string(batch) + ")");
   }
   return w;
 }
 
-void decode_weight(Backend backend, const QuantSettings& s, const st::SafetensorsView& view,
-                   const StoredWeight& w, DType dtype, const ChunkVisitor& visit) {
+void decode_weight(Backend backend, const QuantSettings& s, const st::SafetensorsView& view, const StoredWeight& w,
+                   DType dtype, const ChunkVisitor& visit) {
   if (product(w.shape) == 0) return;
   Staged data = stage(backend, view.data(*w.data), w.data->bytes());
   Staged scales = stage(backend, view.data(*w.scale), w.scale->bytes());
@@ -218,9 +213,9 @@ void decode_weight(Backend backend, const QuantSettings& s, const st::Safetensor
     s_dec.upload(dec.data(), dec.size() * sizeof(float));
   }
   BackendBuffer out;
-  decode_rowwise(backend, s, view_of(w.shape, dtype, nullptr),
-                 static_cast<const uint8_t*>(data.ptr), static_cast<const uint8_t*>(scales.ptr),
-                 w.global_scale ? s_dec.as<float>() : nullptr, dtype, kChunkElements, out, visit);
+  decode_rowwise(backend, s, view_of(w.shape, dtype, nullptr), static_cast<const uint8_t*>(data.ptr),
+                 static_cast<const uint8_t*>(scales.ptr), w.global_scale ? s_dec.as<float>() : nullptr, dtype,
+                 kChunkElements, out, visit);
 }
 
 }  // namespace mxq::cli

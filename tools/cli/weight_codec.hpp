@@ -32,9 +32,9 @@ struct HostBytes {
 
 struct EncodedWeight {
   HostBytes data, scales;
-  HostBytes global_scale;          // nvfp4: the encode scale per expert (compressed-tensors), fp32
-  std::optional<double> sqnr_db;   // with stats only
-  double seconds = 0;  // quantize call alone
+  HostBytes global_scale;         // nvfp4: the encode scale per expert (compressed-tensors), fp32
+  std::optional<double> sqnr_db;  // with stats only
+  double seconds = 0;             // quantize call alone
 };
 
 // Encodes the weights of a checkpoint one after another into buffers kept from weight to weight,
@@ -64,8 +64,8 @@ std::vector<float> weight_amax(Backend backend, const st::TensorInfo& t, const u
 
 // The stored tensors of one quantized weight.
 struct StoredWeight {
-  std::string name;             // the weight's name before quantization ("x.weight")
-  std::vector<int64_t> shape;   // its logical shape
+  std::string name;            // the weight's name before quantization ("x.weight")
+  std::vector<int64_t> shape;  // its logical shape
   const st::TensorInfo* data = nullptr;
   const st::TensorInfo* scale = nullptr;
   const st::TensorInfo* global_scale = nullptr;  // nvfp4 only
@@ -73,8 +73,8 @@ struct StoredWeight {
 
 // If `t` is the data tensor of a quantized weight, its StoredWeight. Throws SafetensorsError when
 // the partner tensors exist but have the wrong dtype or shape (untrusted input).
-std::optional<StoredWeight> find_stored_weight(const st::SafetensorsView& view,
-                                               const st::TensorInfo& t, const QuantSettings& s);
+std::optional<StoredWeight> find_stored_weight(const st::SafetensorsView& view, const st::TensorInfo& t,
+                                               const QuantSettings& s);
 
 // Receives consecutive pieces of a dequantized weight in row-major order: `count` elements of
 // `dtype` starting at element `offset`. Pieces are bounded (about 16M elements), so a weight is
@@ -82,7 +82,7 @@ std::optional<StoredWeight> find_stored_weight(const st::SafetensorsView& view,
 using ChunkVisitor = std::function<void(const void* values, int64_t offset, int64_t count)>;
 
 // Dequantizes a stored weight piece by piece into `dtype` (bf16, fp16 or fp32).
-void decode_weight(Backend backend, const QuantSettings& s, const st::SafetensorsView& view,
-                   const StoredWeight& w, DType dtype, const ChunkVisitor& visit);
+void decode_weight(Backend backend, const QuantSettings& s, const st::SafetensorsView& view, const StoredWeight& w,
+                   DType dtype, const ChunkVisitor& visit);
 
 }  // namespace mxq::cli

@@ -25,8 +25,7 @@ MXQ_HD constexpr bool is_nonfinite_abs_bits(uint32_t a) { return a >= kF32ExpMas
 
 // 2^k as an exact fp32 for k in [-149, 127] (subnormal below -126).
 MXQ_HD constexpr float pow2f(int k) {
-  return k >= -126 ? u2f(static_cast<uint32_t>(k + 127) << 23)
-                   : u2f(1u << (k + 149));
+  return k >= -126 ? u2f(static_cast<uint32_t>(k + 127) << 23) : u2f(1u << (k + 149));
 }
 
 MXQ_HD constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }

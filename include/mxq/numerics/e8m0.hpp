@@ -31,8 +31,7 @@ MXQ_HD constexpr uint8_t e8m0_floor(uint32_t amax_bits, int emax_elem) {
 
 // 1 / 2^(b - 127) built exactly; b = 254 gives the fp32 subnormal 2^-127; b = 255 gives NaN.
 MXQ_HD constexpr float e8m0_reciprocal(uint8_t b) {
-  return b <= 253 ? u2f(static_cast<uint32_t>(254 - b) << 23)
-                  : (b == 254 ? u2f(0x00400000u) : u2f(kF32QuietNaN));
+  return b <= 253 ? u2f(static_cast<uint32_t>(254 - b) << 23) : (b == 254 ? u2f(0x00400000u) : u2f(kF32QuietNaN));
 }
 
 // The scale value 2^(b - 127); b = 0 is 2^-127 (not zero), b = 255 is NaN.

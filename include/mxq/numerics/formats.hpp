@@ -13,9 +13,9 @@ namespace mxq::num {
 template <class ElemT, int BLOCK, bool NV>
 struct FormatTraits {
   using Elem = ElemT;
-  static constexpr int block = BLOCK;              // elements per scale
-  static constexpr int elem_bits = Elem::bits;     // 8 or 4
-  static constexpr bool nv = NV;                   // UE4M3 scales + fp32 tensor scale
+  static constexpr int block = BLOCK;           // elements per scale
+  static constexpr int elem_bits = Elem::bits;  // 8 or 4
+  static constexpr bool nv = NV;                // UE4M3 scales + fp32 tensor scale
   static constexpr uint8_t scale_nan = NV ? kNvfp4ScaleNaN : kE8M0NaN;
   static constexpr float max_value = decode<Elem>(Elem::max_code);
   static constexpr float inv_max = 1.0f / max_value;  // fl(1 / max_elem) for rceil
@@ -27,8 +27,8 @@ using MXFP4 = FormatTraits<E2M1, 32, false>;
 using NVFP4 = FormatTraits<E2M1, 16, true>;
 
 static_assert(f2u(MXFP8::inv_max) == 0x3B124925u, "docs/spec.md: e4m3 reciprocal 0x3B124925");
-static_assert(MXFP8::max_value == 448.0f && MXFP8_E5M2::max_value == 57344.0f &&
-                  MXFP4::max_value == 6.0f, "format maxima");
+static_assert(MXFP8::max_value == 448.0f && MXFP8_E5M2::max_value == 57344.0f && MXFP4::max_value == 6.0f,
+              "format maxima");
 
 // Calls f(Traits{}) with the traits type of a runtime format.
 template <class Fn>
@@ -50,8 +50,7 @@ MXQ_HD constexpr uint8_t block_scale(uint32_t amax_bits, ScaleRule rule, float s
   if constexpr (T::nv) {
     return nvfp4_block_scale(amax_bits, s_enc);
   } else {
-    return rule == ScaleRule::floor ? e8m0_floor(amax_bits, T::Elem::emax)
-                                    : e8m0_rceil(amax_bits, T::inv_max);
+    return rule == ScaleRule::floor ? e8m0_floor(amax_bits, T::Elem::emax) : e8m0_rceil(amax_bits, T::inv_max);
   }
 }
 

@@ -34,7 +34,7 @@ MXQ_HD constexpr uint16_t float_to_fp16_rne(float f) {
   const uint32_t u = f2u(f);
   const uint16_t sign = static_cast<uint16_t>((u >> 16) & 0x8000u);
   const uint32_t a = u & 0x7FFFFFFFu;
-  if (a > kF32ExpMask) return sign | 0x7E00u;  // NaN
+  if (a > kF32ExpMask) return sign | 0x7E00u;   // NaN
   if (a >= 0x477FF000u) return sign | 0x7C00u;  // >= 65520 rounds to Inf (and Inf itself)
   const int e = static_cast<int>(a >> 23) - 127;
   if (e >= -14) {  // normal fp16: drop 13 mantissa bits with RNE

@@ -8,9 +8,7 @@ namespace mxq::num {
 
 MXQ_HD constexpr int64_t blocked_rows(int64_t rows) { return round_up(rows, 128); }
 MXQ_HD constexpr int64_t blocked_cols(int64_t cols) { return round_up(cols, 4); }
-MXQ_HD constexpr int64_t blocked_bytes(int64_t rows, int64_t cols) {
-  return blocked_rows(rows) * blocked_cols(cols);
-}
+MXQ_HD constexpr int64_t blocked_bytes(int64_t rows, int64_t cols) { return blocked_rows(rows) * blocked_cols(cols); }
 
 // Byte offset of logical scale (r, c) in a blocked matrix whose padded width is 4 * nc columns.
 MXQ_HD constexpr int64_t blocked_offset(int64_t r, int64_t c, int64_t nc) {
@@ -35,9 +33,7 @@ MXQ_HD constexpr int64_t clamp_group_end(int64_t raw_end, int64_t prev_end, int6
 }
 
 // Rows of a padded token tensor: round_up(M + G*A, A), an upper bound on sum(A*ceil(size_g/A)).
-MXQ_HD constexpr int64_t padded_rows_bound(int64_t M, int64_t G, int64_t A) {
-  return round_up(M + G * A, A);
-}
+MXQ_HD constexpr int64_t padded_rows_bound(int64_t M, int64_t G, int64_t A) { return round_up(M + G * A, A); }
 
 // Scale rows of a per-group blocked buffer, groups along M: each group starts on a 128-row tile.
 MXQ_HD constexpr int64_t group_m_scale_rows_bound(int64_t M, int64_t G) { return M + 128 * G; }

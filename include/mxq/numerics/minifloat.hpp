@@ -37,8 +37,8 @@ MXQ_HD constexpr uint32_t encode(float x) {
   // |x| = S * 2^(E' - 150) with S the 24-bit significand (E' = 1 for fp32 subnormals).
   const int E = static_cast<int>(a >> 23);
   const uint32_t S = E ? ((a & 0x7FFFFFu) | 0x800000u) : a;
-  const int e = E ? E - 127 : -126;           // unbiased exponent of x (normal view)
-  const int eq = e > F::emin ? e : F::emin;   // binade used by the target (subnormals share emin)
+  const int e = E ? E - 127 : -126;                         // unbiased exponent of x (normal view)
+  const int eq = e > F::emin ? e : F::emin;                 // binade used by the target (subnormals share emin)
   const int shift = (eq - F::mbits) - ((E ? E : 1) - 150);  // quanta of 2^(eq - mbits); >= 20
   uint32_t n = 0;
   if (shift <= 25) {

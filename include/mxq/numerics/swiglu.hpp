@@ -45,15 +45,15 @@ constexpr float kInf = __builtin_huge_valf();
 MXQ_HD float exp_f32(float x) {
   if (!(x == x)) return u2f(kF32QuietNaN);
   if (x > 88.7228394f) return kInf;  // above ln(FLT_MAX)
-  if (x < -104.0f) return 0.0f;       // below half the smallest subnormal
-  const float kRound = 12582912.0f;   // 1.5 * 2^23: adding it rounds |t| < 2^22 to an integer
+  if (x < -104.0f) return 0.0f;      // below half the smallest subnormal
+  const float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds |t| < 2^22 to an integer
   const float n = fsub(fadd(fmul(x, 1.44269502f), kRound), kRound);
   const float r = fsub(fsub(x, fmul(n, 0.693145751953125f)), fmul(n, 1.42860677e-6f));
-  float p = 1.98412701e-4f;                 // 1/5040
-  p = fadd(fmul(p, r), 1.38888892e-3f);     // 1/720
-  p = fadd(fmul(p, r), 8.33333377e-3f);     // 1/120
-  p = fadd(fmul(p, r), 4.16666679e-2f);     // 1/24
-  p = fadd(fmul(p, r), 0.166666672f);       // 1/6
+  float p = 1.98412701e-4f;              // 1/5040
+  p = fadd(fmul(p, r), 1.38888892e-3f);  // 1/720
+  p = fadd(fmul(p, r), 8.33333377e-3f);  // 1/120
+  p = fadd(fmul(p, r), 4.16666679e-2f);  // 1/24
+  p = fadd(fmul(p, r), 0.166666672f);    // 1/6
   p = fadd(fmul(p, r), 0.5f);
   p = fadd(fmul(p, r), 1.0f);
   p = fadd(fmul(p, r), 1.0f);

@@ -70,9 +70,7 @@ struct Fp16Out : HalfOut<Fp16Out> {
 
 struct Fp32Out {
   static constexpr int kBytes = 4;
-  static __device__ __forceinline__ void store(void* out, int64_t i, float x) {
-    static_cast<float*>(out)[i] = x;
-  }
+  static __device__ __forceinline__ void store(void* out, int64_t i, float x) { static_cast<float*>(out)[i] = x; }
   template <Known>
   static __device__ __forceinline__ void store8(void* out, int64_t i, const float (&v)[8]) {
     float* p = static_cast<float*>(out) + i;

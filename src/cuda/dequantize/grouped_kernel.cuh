@@ -31,10 +31,10 @@ struct GroupedProblem {
   void* out = nullptr;
   const int32_t* ends = nullptr;  // raw device ends [G]
   int64_t G = 0;
-  int64_t M = 0;         // input rows: the ends are clamped to [previous end, M]
-  int64_t R = 0;         // data rows of the direction = output rows (padded bound when it pads)
+  int64_t M = 0;  // input rows: the ends are clamped to [previous end, M]
+  int64_t R = 0;  // data rows of the direction = output rows (padded bound when it pads)
   int64_t K = 0;
-  int64_t pad = 0;       // alignment of the direction, 0 when it does not pad
+  int64_t pad = 0;  // alignment of the direction, 0 when it does not pad
   bool blocked = true;
   int64_t k_blocks = 0;  // rowwise: scale columns ceil(K/b)
   int64_t pitch = 0;     // colwise linear: scale columns L = ceil(R/b) + G
@@ -83,8 +83,8 @@ struct ScalePlace {
 // The place of position m, row `local` of its group, whose scales start at unit scale_base and
 // take scale_units units.
 template <class Fmt, bool COLWISE>
-__device__ __forceinline__ ScalePlace scale_place(const GroupedProblem& p, int64_t m, int64_t local,
-                                                  int64_t scale_base, int64_t scale_units) {
+__device__ __forceinline__ ScalePlace scale_place(const GroupedProblem& p, int64_t m, int64_t local, int64_t scale_base,
+                                                  int64_t scale_units) {
   if constexpr (!COLWISE) {
     const int64_t nc = num::blocked_cols(p.k_blocks) / 4;
     return {p.blocked ? num::blocked_offset(scale_base + local, 0, nc) : m * p.k_blocks, 0};
@@ -127,8 +127,8 @@ __device__ bool find_strip_places(const GroupedProblem& p, int64_t m0, ScalePlac
     return rows_part(c.chunk_padded_end()) <= m_last;
   };
   int64_t end = 0, packed_end = 0;
-  groups::for_each_group_chunk<kGroupedThreads, 1>(p.ends, p.G, p.M, RowsAndScaleUnits<Fmt, COLWISE>{p.pad, p.blocked}, s,
-                                           find, &end, &packed_end);
+  groups::for_each_group_chunk<kGroupedThreads, 1>(p.ends, p.G, p.M, RowsAndScaleUnits<Fmt, COLWISE>{p.pad, p.blocked},
+                                                   s, find, &end, &packed_end);
   if (t < Strip) place[t] = mine;
   return __syncthreads_or(off_octets);
 }
@@ -138,8 +138,8 @@ __device__ bool find_strip_places(const GroupedProblem& p, int64_t m0, ScalePlac
 // Element (m, k) of the output at position m = m0 + i of the strip (`place`: the position's scale
 // place): 0 where the position has no group.
 template <class Fmt, bool COLWISE>
-__device__ __forceinline__ float grouped_element(const GroupedProblem& p, const ScalePlace& place, int64_t m,
-                                                 int64_t k, float s_dec) {
+__device__ __forceinline__ float grouped_element(const GroupedProblem& p, const ScalePlace& place, int64_t m, int64_t k,
+                                                 float s_dec) {
   if (place.base < 0) return 0.0f;
   const int64_t code_index = COLWISE ? k * p.R + m : m * p.K + k;
   const int64_t scale = place.base + (COLWISE ? colwise_row_part(p.blocked, k, place.k_step)
@@ -237,12 +237,12 @@ __global__ void __launch_bounds__(kVectorThreads, (grouped_vector_min_ctas<Fmt, 
   const auto first_k = [&](int64_t kt) {
     return kt * (COLWISE ? T::rows : T::cols) + (COLWISE ? r_in_tile : c_in_tile);
   };
-  const auto load_octets = [&](int64_t k0, Octet<Fmt> (&o)[8]) {
+  const auto load_octets = [&](int64_t k0, Octet<Fmt>(&o)[8]) {
 #pragma unroll
     for (int j = 0; j < 8; ++j) {
       const int64_t code_row = COLWISE ? k0 + j : m_first + j, code_col = COLWISE ? m_first : k0;
-      o[j] = j < rows_here ? load_octet<Fmt>(p.data + code_row * row_bytes + code_col * Fmt::elem_bits / 8)
-                           : Octet<Fmt>{};
+      o[j] =
+          j < rows_here ? load_octet<Fmt>(p.data + code_row * row_bytes + code_col * Fmt::elem_bits / 8) : Octet<Fmt>{};
     }
   };
   // Rowwise, the first tile's codes are on their way while the CTA walks the groups (rows of no
@@ -284,7 +284,8 @@ __global__ void __launch_bounds__(kVectorThreads, (grouped_vector_min_ctas<Fmt, 
       sb[j] = __ldg(p.scales + offset);
     }
     // Rowwise: output rows m_first + j at columns k0; colwise: output rows m_first + e at columns k0.
-    convert_and_store<Fmt, Out, COLWISE, compact_conversion(true, Fmt::nv)>(o, sb, s_dec, zero, p.out, m_first * p.K + k0, p.K, rows_here);
+    convert_and_store<Fmt, Out, COLWISE, compact_conversion(true, Fmt::nv)>(o, sb, s_dec, zero, p.out,
+                                                                            m_first * p.K + k0, p.K, rows_here);
   }
 }
 

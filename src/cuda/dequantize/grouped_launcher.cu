@@ -16,8 +16,8 @@ namespace {
 // tiles_k) (at most) CTAs sharing the strip's tiles_k tiles of `tile_k` along K, each walking the
 // groups once.
 template <class Kernel, class CtasPerStrip>
-Status launch_strips(Kernel kernel, GroupedProblem p, int64_t strip, int64_t tile_k,
-                     CtasPerStrip ctas_per_strip, cudaStream_t stream) {
+Status launch_strips(Kernel kernel, GroupedProblem p, int64_t strip, int64_t tile_k, CtasPerStrip ctas_per_strip,
+                     cudaStream_t stream) {
   const int64_t strips = num::ceil_div(p.R, strip);
   p.tiles_k = num::ceil_div(p.K, tile_k);
   if (strips > 0x7FFFFFFF) return Status::error(Code::unsupported, "dequantize: more than 2^31 - 1 row strips");
@@ -29,15 +29,18 @@ Status launch_strips(Kernel kernel, GroupedProblem p, int64_t strip, int64_t til
 
 // The vector kernel `kernel` of direction COLWISE with its CTAs per strip.
 template <bool COLWISE, class Kernel>
-Status launch_vector(Kernel kernel, const GroupedProblem& p, int64_t strip, int64_t tile_k,
-                     cudaStream_t stream) {
+Status launch_vector(Kernel kernel, const GroupedProblem& p, int64_t strip, int64_t tile_k, cudaStream_t stream) {
   int64_t resident = 0;
-  const cudaError_t e = kernels::groups::resident_ctas(reinterpret_cast<const void*>(kernel), kGroupedThreads, &resident);
+  const cudaError_t e =
+      kernels::groups::resident_ctas(reinterpret_cast<const void*>(kernel), kGroupedThreads, &resident);
   if (e != cudaSuccess) return cuda_status("dequantize", e);
   const bool fast_memory = COLWISE && kernels::groups::fast_memory_per_sm();
-  return launch_strips(kernel, p, strip, tile_k, [&](int64_t strips, int64_t tiles_k) {
-    return vector_ctas_per_strip(COLWISE, strips, tiles_k, resident, fast_memory);
-  }, stream);
+  return launch_strips(
+      kernel, p, strip, tile_k,
+      [&](int64_t strips, int64_t tiles_k) {
+        return vector_ctas_per_strip(COLWISE, strips, tiles_k, resident, fast_memory);
+      },
+      stream);
 }
 
 template <class Fmt, class Out, bool COLWISE>
@@ -54,18 +57,17 @@ Status launch(const GroupedProblem& p, cudaStream_t stream) {
   f.pad = p.pad;
   switch (choose_kernel(f)) {
     case Kernel::per_element:
-      return launch_strips(dequantize_grouped_kernel<Fmt, Out, COLWISE>, p, kTile, kTile,
-                           [](int64_t, int64_t) { return int64_t{kGroupedColumnCtas}; }, stream);
+      return launch_strips(
+          dequantize_grouped_kernel<Fmt, Out, COLWISE>, p, kTile, kTile,
+          [](int64_t, int64_t) { return int64_t{kGroupedColumnCtas}; }, stream);
     case Kernel::vector_straddling:
       if constexpr (COLWISE) {
-        return launch_vector<true>(dequantize_grouped_vector_kernel<Fmt, Out, true, true>, p, strip, tile_k,
-                                   stream);
+        return launch_vector<true>(dequantize_grouped_vector_kernel<Fmt, Out, true, true>, p, strip, tile_k, stream);
       }
       break;
     case Kernel::vector: break;
   }
-  return launch_vector<COLWISE>(dequantize_grouped_vector_kernel<Fmt, Out, COLWISE>, p, strip, tile_k,
-                                stream);
+  return launch_vector<COLWISE>(dequantize_grouped_vector_kernel<Fmt, Out, COLWISE>, p, strip, tile_k, stream);
 }
 
 template <class Fmt, class Out>
@@ -109,9 +111,8 @@ Status dequantize_grouped(const DequantizeArgs& a) {
   p.s_dec = a.s_dec;
   if (p.R == 0 || p.K == 0) return {};
   const cudaStream_t stream = as_stream(a.stream);
-  return num::dispatch_format(a.params.format, [&](auto fmt) {
-    return launch_out<decltype(fmt)>(a.out_dtype, p, colwise, stream);
-  });
+  return num::dispatch_format(a.params.format,
+                              [&](auto fmt) { return launch_out<decltype(fmt)>(a.out_dtype, p, colwise, stream); });
 }
 
 }  // namespace mxq::cuda

@@ -38,13 +38,13 @@ struct Problem {
   const uint8_t* scales = nullptr;
   void* out = nullptr;
   int64_t batch = 1;
-  int64_t M = 0, K = 0;            // output (rows, cols) per batch
-  int64_t scale_cols = 0;          // logical scale columns (rowwise ceil(K/b), colwise ceil(M/b))
-  int64_t blocked_nc = 0;          // blocked: 4-column groups of the padded scale matrix
-  int64_t scale_batch = 0;         // bytes of one batch's scales
+  int64_t M = 0, K = 0;     // output (rows, cols) per batch
+  int64_t scale_cols = 0;   // logical scale columns (rowwise ceil(K/b), colwise ceil(M/b))
+  int64_t blocked_nc = 0;   // blocked: 4-column groups of the padded scale matrix
+  int64_t scale_batch = 0;  // bytes of one batch's scales
   bool blocked = true;
   int64_t tiles_m = 0, tiles_k = 0;  // tiles along M (and K: per-element kernel) of the launched kernel
-  const float* s_dec = nullptr;    // nvfp4: [batch]
+  const float* s_dec = nullptr;      // nvfp4: [batch]
 };
 
 __device__ __forceinline__ int64_t scale_offset(const Problem& p, int64_t r, int64_t c) {
@@ -54,7 +54,7 @@ __device__ __forceinline__ int64_t scale_offset(const Problem& p, int64_t r, int
 // ---- per-element tile kernel (any shape and alignment) ------------------------------------------
 
 template <class Fmt, class Out, bool COLWISE>
-__global__ void __launch_bounds__(kTile * kRowsPerPass) dequantize_tile_kernel(const Problem p) {
+__global__ void __launch_bounds__(kTile* kRowsPerPass) dequantize_tile_kernel(const Problem p) {
   __shared__ float tile[kTile][kTile + 1];
   const int64_t t = blockIdx.x;
   const int64_t k0 = (t % p.tiles_k) * kTile;
@@ -69,7 +69,8 @@ __global__ void __launch_bounds__(kTile * kRowsPerPass) dequantize_tile_kernel(c
     for (int i = ty; i < kTile; i += kRowsPerPass) {
       const int64_t m = m0 + i, k = k0 + tx;
       if (m < p.M && k < p.K) {
-        const float x = num::dequantize_element<Fmt>(code_at<Fmt>(data, m * p.K + k), scales[scale_offset(p, m, k / Fmt::block)], s_dec);
+        const float x = num::dequantize_element<Fmt>(code_at<Fmt>(data, m * p.K + k),
+                                                     scales[scale_offset(p, m, k / Fmt::block)], s_dec);
         Out::store(p.out, out_base + m * p.K + k, x);
       }
     }
@@ -77,7 +78,8 @@ __global__ void __launch_bounds__(kTile * kRowsPerPass) dequantize_tile_kernel(c
     for (int i = ty; i < kTile; i += kRowsPerPass) {  // read along m (contiguous in the codes)
       const int64_t k = k0 + i, m = m0 + tx;
       if (m < p.M && k < p.K) {
-        tile[i][tx] = num::dequantize_element<Fmt>(code_at<Fmt>(data, k * p.M + m), scales[scale_offset(p, k, m / Fmt::block)], s_dec);
+        tile[i][tx] = num::dequantize_element<Fmt>(code_at<Fmt>(data, k * p.M + m),
+                                                   scales[scale_offset(p, k, m / Fmt::block)], s_dec);
       }
     }
     __syncthreads();
@@ -171,8 +173,7 @@ __device__ __forceinline__ void octet_values(const Octet<Fmt> (&o)[8], const uin
 // stores only the first `rows`), one octet's eight values live at a time.
 template <class Fmt, class Out, Known K, bool kFast>
 __device__ __forceinline__ void convert_rows(const Octet<Fmt> (&o)[8], const uint32_t (&sb)[8], float s_dec,
-                                             uint32_t zero, void* out, int64_t first, int64_t row_stride,
-                                             int rows) {
+                                             uint32_t zero, void* out, int64_t first, int64_t row_stride, int rows) {
 #pragma unroll
   for (int j = 0; j < 8; ++j) {
     float v[8];
@@ -278,7 +279,8 @@ __global__ void __launch_bounds__(kVectorThreads) dequantize_vector_kernel(const
       }
       // Rowwise: output rows r0 + j at columns c0; colwise: output rows c0 + i at columns r0.
       const int64_t first = out_base + (COLWISE ? c0 * p.K + r0 : r0 * p.K + c0);
-      convert_and_store<Fmt, Out, COLWISE, compact_conversion(false, Fmt::nv)>(o, sb, s_dec, 0u, p.out, first, p.K, rows);
+      convert_and_store<Fmt, Out, COLWISE, compact_conversion(false, Fmt::nv)>(o, sb, s_dec, 0u, p.out, first, p.K,
+                                                                               rows);
     }
   }
 }

@@ -133,7 +133,8 @@ MXQ_HD uint32_t f16x2_mul(uint32_t a, uint32_t b) {
   return r;
 #else
   const auto half = [](uint32_t x, uint32_t y) {
-    return static_cast<uint32_t>(num::float_to_fp16_rne(f16_bits_to_float(x & 0xFFFFu) * f16_bits_to_float(y & 0xFFFFu)));
+    return static_cast<uint32_t>(
+        num::float_to_fp16_rne(f16_bits_to_float(x & 0xFFFFu) * f16_bits_to_float(y & 0xFFFFu)));
   };
   return half(a, b) | (half(a >> 16, b >> 16) << 16);
 #endif

@@ -8,19 +8,19 @@
 namespace mxq::cuda::kernels::dequantize {
 
 enum class Kernel {
-  per_element,             // kernel.cuh / grouped_kernel.cuh: any shape or alignment
-  vector,                  // whole aligned octets along the code rows
-  vector_straddling,       // grouped colwise: vector, with per-element strips where groups end off octets
+  per_element,        // kernel.cuh / grouped_kernel.cuh: any shape or alignment
+  vector,             // whole aligned octets along the code rows
+  vector_straddling,  // grouped colwise: vector, with per-element strips where groups end off octets
 };
 
 struct Facts {
   bool colwise = false;
-  int64_t K = 0;                  // columns of the logical matrix
-  int64_t positions = 0;          // colwise octets run along these (plain: M; grouped: the padded rows R)
-  bool data_aligned = false;      // the codes' pointer is aligned to an octet's bytes
-  bool out_aligned = false;       // the output pointer is aligned to 16 bytes
+  int64_t K = 0;              // columns of the logical matrix
+  int64_t positions = 0;      // colwise octets run along these (plain: M; grouped: the padded rows R)
+  bool data_aligned = false;  // the codes' pointer is aligned to an octet's bytes
+  bool out_aligned = false;   // the output pointer is aligned to 16 bytes
   bool grouped = false;
-  int64_t pad = 0;                // grouped colwise: the groups' padding (0: unpadded)
+  int64_t pad = 0;  // grouped colwise: the groups' padding (0: unpadded)
 };
 
 // Vector kernels need octets that never straddle a row (or colwise a code row) and aligned loads

@@ -4,9 +4,9 @@
 // Every CTA of a kernel walks the groups from the first one: chunk by chunk it clamps the raw ends
 // (docs/spec.md section 6, num::clamp_group_end) and sums their padded sizes with block-wide scans (up
 // to 64 groups: one warp's shuffle scans), then hands the chunk to the kernel's body, which works
-// on the part of its own range that the chunk covers. The clamped end of group g is clamp_group_end(raw_g, end_{g-1}, limit); since the clamp
-// only raises to the previous end or lowers to the limit, end_{g-1} equals the running maximum of
-// clamp_group_end(raw_h, 0, limit) over h < g, which a max-scan gives without a sequential pass.
+// on the part of its own range that the chunk covers. The clamped end of group g is clamp_group_end(raw_g, end_{g-1},
+// limit); since the clamp only raises to the previous end or lowers to the limit, end_{g-1} equals the running maximum
+// of clamp_group_end(raw_h, 0, limit) over h < g, which a max-scan gives without a sequential pass.
 #pragma once
 #include <cuda_runtime.h>
 
@@ -64,7 +64,10 @@ struct GroupChunk {
     int lo = 0, hi = count - 1;
     while (lo < hi) {
       const int mid = (lo + hi) / 2;
-      if (a[mid] > pos) hi = mid; else lo = mid + 1;
+      if (a[mid] > pos)
+        hi = mid;
+      else
+        lo = mid + 1;
     }
     return lo;
   }
@@ -109,7 +112,6 @@ __device__ int64_t block_exclusive_scan(int64_t v, Op op, GroupChunkStorage<Chun
   return op(before, lane ? excl_in_warp : 0);
 }
 
-
 // Stages groups [0, G), 1 <= G <= kWarpChunkGroups, by warp 0 (lane l: groups l and 32 + l).
 template <class PaddedSize, int Chunk>
 __device__ void stage_groups_by_warp(const int32_t* raw_ends, int64_t G, int64_t limit, PaddedSize padded_size,
@@ -118,8 +120,7 @@ __device__ void stage_groups_by_warp(const int32_t* raw_ends, int64_t G, int64_t
   const int lane = threadIdx.x % 32;
   int32_t raw[kWarpChunkGroups / 32];
 #pragma unroll
-  for (int k = 0; k < kWarpChunkGroups / 32; ++k)
-    raw[k] = 32 * k + lane < G ? __ldg(raw_ends + 32 * k + lane) : 0;
+  for (int k = 0; k < kWarpChunkGroups / 32; ++k) raw[k] = 32 * k + lane < G ? __ldg(raw_ends + 32 * k + lane) : 0;
   int64_t carry_end = 0, carry_padded = 0;
 #pragma unroll
   for (int k = 0; k < kWarpChunkGroups / 32; ++k) {

@@ -26,7 +26,7 @@ struct RowCopyParams {
   int64_t row_bytes;
   const int32_t* ends;
   int64_t groups;
-  int64_t limit;       // M: the rows the ends are clamped to
+  int64_t limit;  // M: the rows the ends are clamped to
   int64_t alignment;
   int64_t out_rows;
   int64_t rows_per_cta;
@@ -42,7 +42,9 @@ template <class In>
 struct RunningAmax {
   uint32_t bits = 0;
   template <class V>
-  __device__ __forceinline__ void operator()(const V& v) { bits = max(bits, abs_max_bits<In>(v)); }
+  __device__ __forceinline__ void operator()(const V& v) {
+    bits = max(bits, abs_max_bits<In>(v));
+  }
   __device__ void commit(uint32_t* slot) const { cta_commit_max<kThreads>(bits, slot); }
 };
 
@@ -116,8 +118,16 @@ __global__ void __launch_bounds__(kThreads, kCtasPerSm) unpad_kernel(RowCopyPara
 RowCopyParams row_copy_params(const TensorView& input, const TokenGroups& groups, int32_t alignment, void* out,
                               int64_t out_rows, int64_t limit) {
   const int64_t elem = dtype_size(input.dtype);
-  return {static_cast<const uint8_t*>(input.data), input.rstride() * elem, static_cast<uint8_t*>(out),
-          input.cols * elem, groups.ends, groups.count, limit, alignment, out_rows, 0};
+  return {static_cast<const uint8_t*>(input.data),
+          input.rstride() * elem,
+          static_cast<uint8_t*>(out),
+          input.cols * elem,
+          groups.ends,
+          groups.count,
+          limit,
+          alignment,
+          out_rows,
+          0};
 }
 
 // The ranges of tuning.hpp's pad_ranges.
@@ -191,8 +201,7 @@ Status pad(const PadArgs& args, int64_t out_rows) {
   const char* op = "pad";
   const cudaStream_t stream = as_stream(args.stream);
   if (out_rows == 0) return clear_amax(op, args.amax, stream);  // no rows and no groups
-  const RowCopyParams p =
-      row_copy_params(args.input, args.groups, args.alignment, args.out, out_rows, args.input.rows);
+  const RowCopyParams p = row_copy_params(args.input, args.groups, args.alignment, args.out, out_rows, args.input.rows);
   return launch_row_copy(
       op, p, args.amax, args.input.dtype, args.input.cols, stream,
       [](auto v, auto a) { return &pad_kernel<decltype(v), decltype(a)>; },

@@ -95,10 +95,12 @@ __device__ __forceinline__ void col_block_codes(Row&& row, const float (&mult)[2
       }
       uint8_t* dst = out_tile + col_out_offset<T>(2 * pair + h, block * T::block_bytes + q * 8);
       if constexpr (kWordsPerStore == 2) {
-        *reinterpret_cast<uint4*>(dst) = make_uint4(static_cast<uint32_t>(words[0]), static_cast<uint32_t>(words[0] >> 32),
-                                                    static_cast<uint32_t>(words[1]), static_cast<uint32_t>(words[1] >> 32));
+        *reinterpret_cast<uint4*>(dst) =
+            make_uint4(static_cast<uint32_t>(words[0]), static_cast<uint32_t>(words[0] >> 32),
+                       static_cast<uint32_t>(words[1]), static_cast<uint32_t>(words[1] >> 32));
       } else {
-        *reinterpret_cast<uint2*>(dst) = make_uint2(static_cast<uint32_t>(words[0]), static_cast<uint32_t>(words[0] >> 32));
+        *reinterpret_cast<uint2*>(dst) =
+            make_uint2(static_cast<uint32_t>(words[0]), static_cast<uint32_t>(words[0] >> 32));
       }
     }
   }
@@ -108,9 +110,9 @@ __device__ __forceinline__ void col_block_codes(Row&& row, const float (&mult)[2
 // tid % 64 (columns 2p, 2p + 1) of T::col_blocks / 4 consecutive blocks along M; lanes of a warp
 // read consecutive pairs of one row. Returns the largest amax bits of its blocks.
 template <class In, class Fmt>
-__device__ __forceinline__ uint32_t quantize_col_pairs(const Problem& p, const TileCoord& c, const BlockScaler<Fmt>& scaler,
-                                                   const uint4* staged_tile, int tid, uint8_t* out_tile,
-                                                   uint8_t* col_scale_tile) {
+__device__ __forceinline__ uint32_t quantize_col_pairs(const Problem& p, const TileCoord& c,
+                                                       const BlockScaler<Fmt>& scaler, const uint4* staged_tile,
+                                                       int tid, uint8_t* out_tile, uint8_t* col_scale_tile) {
   using T = TileTraits<In, Fmt>;
   using Pair = typename PairOf<typename T::Raw>::type;
   constexpr int kPairs = kTileCols / 2;
@@ -146,7 +148,8 @@ __device__ __forceinline__ uint32_t quantize_col_pairs(const Problem& p, const T
       poisoned[h] = num::is_nonfinite_abs_bits(amax[h]);
       mult[h] = scaler.multiplier(sb[h], poisoned[h]);
       const int kl = 2 * pair + h;
-      col_scale_tile[staged_scale_offset(kl, mb_local)] = c.k0 + kl < p.K && mb_local * T::block < c.col_rows ? sb[h] : 0;
+      col_scale_tile[staged_scale_offset(kl, mb_local)] =
+          c.k0 + kl < p.K && mb_local * T::block < c.col_rows ? sb[h] : 0;
     }
     col_block_codes<In, Fmt>(row, mult, poisoned, out_tile, pair, mb_local);
   }

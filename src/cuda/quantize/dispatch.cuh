@@ -33,9 +33,8 @@ Status dispatch_rule(ScaleRule rule, Fn&& fn) {
 template <class Fn>
 Status dispatch_tile_types(DType t, Format f, ScaleRule rule, Fn&& fn) {
   return dispatch_input(t, [&](auto in) {
-    return num::dispatch_format(f, [&](auto fmt) {
-      return dispatch_rule<decltype(fmt)>(rule, [&](auto r) { return fn(in, fmt, r); });
-    });
+    return num::dispatch_format(
+        f, [&](auto fmt) { return dispatch_rule<decltype(fmt)>(rule, [&](auto r) { return fn(in, fmt, r); }); });
   });
 }
 
@@ -60,7 +59,8 @@ Status allow_dynamic_smem(Kernel* kernel, size_t bytes) {
   int64_t known = 0;
   const void* key = reinterpret_cast<const void*>(kernel);
   if (e == cudaSuccess && allowed.find(key, device, static_cast<int64_t>(bytes), &known)) return {};
-  if (e == cudaSuccess) e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
+  if (e == cudaSuccess)
+    e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
   if (e == cudaSuccess) allowed.store(key, device, static_cast<int64_t>(bytes), 1);
   return cuda_status("quantize", e);
 }

@@ -50,14 +50,13 @@ __device__ __forceinline__ void store_tile_scales(const Problem& p, const TileCo
   } else {
     static_assert(kThreads >= kTileRows + kTileCols, "one thread per rowwise and per colwise scale row");
     if (ROW && tid < c.row_rows) {
-      store_scale_row_linear<T::scale_tiles>(p.row_scales + c.b * p.row_scale_batch, p.row_scale_cols,
-                                             p.row_scale_cols, c.row_m0 + tid, c.tk * T::scale_cols,
-                                             row_scale_tile, tid);
+      store_scale_row_linear<T::scale_tiles>(p.row_scales + c.b * p.row_scale_batch, p.row_scale_cols, p.row_scale_cols,
+                                             c.row_m0 + tid, c.tk * T::scale_cols, row_scale_tile, tid);
     }
     const int r = tid - (kThreads - kTileCols);
     if (COL && r >= 0 && c.k0 + r < p.K) {
-      store_scale_row_linear<T::scale_tiles>(p.col_scales + c.col_scale_at, p.col_scale_cols, c.col_scale_end,
-                                             c.k0 + r, c.col_scale_c0, col_scale_tile, r);
+      store_scale_row_linear<T::scale_tiles>(p.col_scales + c.col_scale_at, p.col_scale_cols, c.col_scale_end, c.k0 + r,
+                                             c.col_scale_c0, col_scale_tile, r);
     }
   }
 }
@@ -177,8 +176,8 @@ __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord&
     // which reads every thread's, follows a barrier. 8-bit codes gain from it on small grids only,
     // so they wait for the whole tile unless the caller asks (TileOptions::rows_as_they_land).
     constexpr bool kRowsAsTheyLand = ROW && (T::elem_bits == 4 || kRowsLand);
-    stage_tile<T, !kRowsAsTheyLand, kFetch256, kRowsAsTheyLand ? kRowPassGroups<T> : 1>(p, c, chunk, row0,
-                                                                                     staged_tile, derive);
+    stage_tile<T, !kRowsAsTheyLand, kFetch256, kRowsAsTheyLand ? kRowPassGroups<T> : 1>(p, c, chunk, row0, staged_tile,
+                                                                                        derive);
     if constexpr (!kRowsAsTheyLand || kDerive) __syncthreads();
     take_derived();
     if constexpr (ROW) {
@@ -216,14 +215,15 @@ __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord&
 // kOptions: derive_tensor_scales and amax_out only.
 template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, unsigned kOptions = 0>
 __global__ void __launch_bounds__(kThreads, (min_ctas<TileTraits<In, Fmt>, COL>()))
-quantize_tile_kernel(const Problem p) {
+    quantize_tile_kernel(const Problem p) {
   using T = TileTraits<In, Fmt>;
   // 128-byte aligned after static shared memory of any size: 16-byte accesses then never straddle
   // 128-byte lines, which slowed the staged kernels markedly.
   extern __shared__ __align__(128) uint4 staged_tile[];
   __shared__ TileScales<T> scales;
-  static_assert((kOptions & ~(TileOptions::derive_tensor_scales | TileOptions::amax_out)) == 0, "the plain kernel's options");
-  quantize_tile<In, Fmt, ROW, COL, kRule, kOptions>(p, dense_tile_coord<T, COL && !ROW>(p, blockIdx.x), staged_tile,
+  static_assert((kOptions & ~(TileOptions::derive_tensor_scales | TileOptions::amax_out)) == 0,
+                "the plain kernel's options");
+  quantize_tile<In, Fmt, ROW, COL, kRule, kOptions>(p, dense_tile_coord < T, COL && !ROW > (p, blockIdx.x), staged_tile,
                                                     scales);
 }
 

@@ -10,7 +10,8 @@
 
 namespace mxq::cuda {
 
-kernels::quantize::Problem kernels::quantize::make_tile_problem(const QuantizeArgs& a, int64_t Mc, int64_t col_scale_pitch) {
+kernels::quantize::Problem kernels::quantize::make_tile_problem(const QuantizeArgs& a, int64_t Mc,
+                                                                int64_t col_scale_pitch) {
   const TensorView& t = a.input;
   const int64_t esize = dtype_size(t.dtype);
   const int block = num::format_block(a.params.format);
@@ -76,39 +77,43 @@ Status quantize(const QuantizeArgs& args, const QuantizeSizes& sizes) {
     if (!cleared.ok()) return cleared;
   }
   p.batch_tiles = FastDiv(static_cast<uint32_t>(p.tiles_m * p.tiles_k));
-  return kernels::quantize::dispatch_tile_types(t.dtype, args.params.format, args.params.rule, [&](auto in, auto fmt, auto rule) {
-    return kernels::quantize::dispatch_directions(args.params.direction, [&](auto row, auto col) {
-      using In = decltype(in);
-      using Fmt = decltype(fmt);
-      constexpr bool kRow = decltype(row)::value, kCol = decltype(col)::value;
-      p.order = kernels::quantize::TileOrder(static_cast<uint32_t>(p.tiles_m), static_cast<uint32_t>(p.tiles_k),
-                                 kernels::quantize::tile_order_band<kernels::quantize::TileTraits<In, Fmt>, kRow, kCol>(p.tiles_k));
-      constexpr ScaleRule kRule = decltype(rule)::value;
-      using Options = kernels::quantize::TileOptions;
-      auto kernel = kernels::quantize::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule>;
-      if constexpr (Fmt::nv) {
-        const unsigned options = (derive ? Options::derive_tensor_scales : 0u) | (amax_in_tiles ? Options::amax_out : 0u);
-        switch (options) {
-          case Options::derive_tensor_scales:
-            kernel = kernels::quantize::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule, Options::derive_tensor_scales>;
-            break;
-          case Options::amax_out:
-            kernel = kernels::quantize::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule, Options::amax_out>;
-            break;
-          case Options::derive_tensor_scales | Options::amax_out:
-            kernel = kernels::quantize::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule,
-                                                 Options::derive_tensor_scales | Options::amax_out>;
-            break;
-          default: break;
-        }
-      }
-      const size_t smem = kernels::quantize::tile_dynamic_smem<kernels::quantize::TileTraits<In, Fmt>, kCol>();
-      const Status st = kernels::quantize::allow_dynamic_smem(kernel, smem);
-      if (!st.ok()) return st;
-      kernel<<<static_cast<unsigned>(tiles), kernels::quantize::kThreads, smem, stream>>>(p);
-      return launch_status("quantize");
-    });
-  });
+  return kernels::quantize::dispatch_tile_types(
+      t.dtype, args.params.format, args.params.rule, [&](auto in, auto fmt, auto rule) {
+        return kernels::quantize::dispatch_directions(args.params.direction, [&](auto row, auto col) {
+          using In = decltype(in);
+          using Fmt = decltype(fmt);
+          constexpr bool kRow = decltype(row)::value, kCol = decltype(col)::value;
+          p.order = kernels::quantize::TileOrder(
+              static_cast<uint32_t>(p.tiles_m), static_cast<uint32_t>(p.tiles_k),
+              kernels::quantize::tile_order_band<kernels::quantize::TileTraits<In, Fmt>, kRow, kCol>(p.tiles_k));
+          constexpr ScaleRule kRule = decltype(rule)::value;
+          using Options = kernels::quantize::TileOptions;
+          auto kernel = kernels::quantize::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule>;
+          if constexpr (Fmt::nv) {
+            const unsigned options =
+                (derive ? Options::derive_tensor_scales : 0u) | (amax_in_tiles ? Options::amax_out : 0u);
+            switch (options) {
+              case Options::derive_tensor_scales:
+                kernel =
+                    kernels::quantize::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule, Options::derive_tensor_scales>;
+                break;
+              case Options::amax_out:
+                kernel = kernels::quantize::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule, Options::amax_out>;
+                break;
+              case Options::derive_tensor_scales | Options::amax_out:
+                kernel = kernels::quantize::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule,
+                                                                 Options::derive_tensor_scales | Options::amax_out>;
+                break;
+              default: break;
+            }
+          }
+          const size_t smem = kernels::quantize::tile_dynamic_smem<kernels::quantize::TileTraits<In, Fmt>, kCol>();
+          const Status st = kernels::quantize::allow_dynamic_smem(kernel, smem);
+          if (!st.ok()) return st;
+          kernel<<<static_cast<unsigned>(tiles), kernels::quantize::kThreads, smem, stream>>>(p);
+          return launch_status("quantize");
+        });
+      });
 }
 
 }  // namespace mxq::cuda

@@ -12,12 +12,12 @@ namespace mxq::cuda::kernels::quantize {
 // its amax reuses them (integer max of the 16-bit halves, three words per instruction) instead
 // of computing max_abs_16x2 beside them.
 template <class In, class Fmt>
-constexpr bool kRowMagnitudesShared = std::is_same<In, Bf16In>::value && Fmt::Elem::bits == 4 && !Fmt::nv;
+constexpr bool kRowMagnitudesShared = std::is_same<In, Bf16In>::value&& Fmt::Elem::bits == 4 && !Fmt::nv;
 
 // fp16 -> MX fp4 rowwise codes from the chunk's words (encode_codes_mxfp4_pairs). bf16 keeps the
 // fp32 widenings, which the compiler sees through (round_to_odd_bf16x2<true> of shifted words).
 template <class In, class Fmt>
-constexpr bool kRowFp16Pairs = std::is_same<In, Fp16In>::value && kMxfp4Pairs<In, Fmt>;
+constexpr bool kRowFp16Pairs = std::is_same<In, Fp16In>::value&& kMxfp4Pairs<In, Fmt>;
 
 // Partial amax of one 16-byte chunk. 16-bit inputs: each half's largest magnitude, sign bits
 // noise (max_abs_16x2 of its words); fp32: the largest abs_bits. Partials of one block combine
@@ -132,7 +132,7 @@ struct RowScaleSlot {
 // amax bits of the block whose scale this lane computed.
 template <class In, class Fmt, class ChunkAt, class Out>
 __device__ __forceinline__ uint32_t quantize_row_passes(const BlockScaler<Fmt>& scaler, ChunkAt chunk_at, int first,
-                                                    const Out& out, const RowScaleSlot& slot, int row_rows) {
+                                                        const Out& out, const RowScaleSlot& slot, int row_rows) {
   using T = TileTraits<In, Fmt>;
   constexpr int L = T::lanes_per_block;
   const int lane = static_cast<int>(threadIdx.x) % 32;
@@ -190,8 +190,8 @@ struct WaitForPassGroup {
 // for the register path: there the branch made the plain fp16 -> mxfp8 rowwise kernel spill.
 template <class In, class Fmt, bool kSkipPastRows = false, class ChunkAt, class Out, class BeforeGroup = NoGroupWait>
 __device__ __forceinline__ uint32_t quantize_rows(const Problem& p, const TileCoord& c, const BlockScaler<Fmt>& scaler,
-                                              ChunkAt chunk_at, int row0, int chunk, const Out& out,
-                                              uint8_t* row_scale_tile, BeforeGroup before_group = {}) {
+                                                  ChunkAt chunk_at, int row0, int chunk, const Out& out,
+                                                  uint8_t* row_scale_tile, BeforeGroup before_group = {}) {
   using T = TileTraits<In, Fmt>;
   constexpr int L = T::lanes_per_block;
   static_assert(T::passes % L == 0, "passes come in groups of lanes_per_block");
@@ -224,7 +224,8 @@ __device__ __forceinline__ int row_chunk_bytes(const Problem& p, const TileCoord
 template <class T>
 __device__ __forceinline__ RowOut tile_row_out(const Problem& p, const TileCoord& c, int row0, int chunk) {
   RowOut out;
-  out.base = p.row_data + c.b * code_bytes<T>(p.M * p.K) + code_bytes<T>((c.row_m0 + row0) * p.K + c.k0 + chunk * T::vec);
+  out.base =
+      p.row_data + c.b * code_bytes<T>(p.M * p.K) + code_bytes<T>((c.row_m0 + row0) * p.K + c.k0 + chunk * T::vec);
   out.pass_bytes = code_bytes<T>(T::rows_per_pass * p.K);
   out.vec = c.k_full && p.vec_row_out;
   out.all_rows = c.row_rows == kTileRows;

@@ -18,7 +18,6 @@
 namespace mxq::cuda::kernels::quantize {
 namespace {
 
-
 struct AmaxProblem {
   const void* in = nullptr;
   int64_t rows = 0, cols = 0, row_stride = 0, batch_stride = 0;  // elements
@@ -62,7 +61,8 @@ __global__ void __launch_bounds__(kAmaxThreads) amax_rows_kernel(const AmaxProbl
   uint32_t m = 0;
   for (int64_t r = blockIdx.x; r < p.rows; r += gridDim.x) {
     for (int64_t c = threadIdx.x; c < p.cols; c += kAmaxThreads) {
-      m = max(m, num::abs_bits(In::to_float(kernels::quantize::load_element(base + r * p.row_stride + c, p.elem_aligned))));
+      m = max(
+          m, num::abs_bits(In::to_float(kernels::quantize::load_element(base + r * p.row_stride + c, p.elem_aligned))));
     }
   }
   cta_commit_max<kAmaxThreads>(m, p.out + blockIdx.y);
@@ -79,7 +79,8 @@ __global__ void tensor_scale_kernel(const float* amax, float* s_enc, float* s_de
 
 int sm_count() {
   int dev = 0, sms = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess || cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
     cudaGetLastError();
     return 132;
   }
@@ -91,7 +92,8 @@ int sm_count() {
 Status tensor_amax_bits(const TensorView& in, uint32_t* bits, cudaStream_t stream) {
   if (in.batch == 0) return {};
   if (in.batch > 65535) return Status::error(Code::unsupported, "tensor_amax: more than 65535 batches");
-  Status st = cuda_status("tensor_amax", cudaMemsetAsync(bits, 0, static_cast<size_t>(in.batch) * sizeof(uint32_t), stream));
+  Status st =
+      cuda_status("tensor_amax", cudaMemsetAsync(bits, 0, static_cast<size_t>(in.batch) * sizeof(uint32_t), stream));
   if (!st.ok() || in.rows == 0 || in.cols == 0) return st;
   const int64_t esize = dtype_size(in.dtype);
   AmaxProblem p;
@@ -105,7 +107,8 @@ Status tensor_amax_bits(const TensorView& in, uint32_t* bits, cudaStream_t strea
   const bool contiguous = (p.row_stride == p.cols || p.rows == 1) && aligned_to(in.data, 16) &&
                           (in.batch == 1 || (p.batch_stride * esize) % 16 == 0);
   const int64_t ctas_per_batch = std::max<int64_t>(1, int64_t{kAmaxCtasPerSm} * sm_count() / in.batch);
-  const int64_t work = contiguous ? num::ceil_div(p.rows * p.cols * esize, int64_t{16} * kAmaxThreads * kAmaxUnroll) : p.rows;
+  const int64_t work =
+      contiguous ? num::ceil_div(p.rows * p.cols * esize, int64_t{16} * kAmaxThreads * kAmaxUnroll) : p.rows;
   const dim3 grid(static_cast<unsigned>(std::clamp<int64_t>(work, 1, ctas_per_batch)), static_cast<unsigned>(in.batch));
   dispatch_input(in.dtype, [&](auto t) {
     using In = decltype(t);
@@ -118,8 +121,8 @@ Status tensor_amax_bits(const TensorView& in, uint32_t* bits, cudaStream_t strea
   return launch_status("tensor_amax");
 }
 
-Status write_nvfp4_tensor_scales(const TensorView& in, const float* given, float* s_enc, float* s_dec,
-                                 float* amax_out, cudaStream_t stream) {
+Status write_nvfp4_tensor_scales(const TensorView& in, const float* given, float* s_enc, float* s_dec, float* amax_out,
+                                 cudaStream_t stream) {
   if (in.batch == 0) return {};
   const float* amax = given;
   if (amax == nullptr) {

@@ -17,8 +17,8 @@ Status tensor_amax_bits(const TensorView& in, uint32_t* bits, cudaStream_t strea
 // s_enc[b], s_dec[b] of every batch from the caller's amax (`given`, device [batch]) or, when it is
 // null, from the tensor amax reduced on the device into s_enc's slots first; that amax also into
 // amax_out[b] when amax_out is not null. No allocation, no sync.
-Status write_nvfp4_tensor_scales(const TensorView& in, const float* given, float* s_enc, float* s_dec,
-                                 float* amax_out, cudaStream_t stream);
+Status write_nvfp4_tensor_scales(const TensorView& in, const float* given, float* s_enc, float* s_dec, float* amax_out,
+                                 cudaStream_t stream);
 
 // An nvfp4 quantize whose tile kernel can derive the tensor scales from the caller's amax itself:
 // the amax shares no byte with s_enc / s_dec (a delayed amax kept in an output slot must be read
@@ -33,7 +33,8 @@ inline bool tensor_scales_from_given_amax(const QuantizeArgs& a) {
 // The tensor scales of an nvfp4 quantize (args.out.s_enc / s_dec; none for the MX formats), and the
 // optional out.amax where no tile kernel finds it (amax_in_tile_kernel false): copied from the
 // computed amax, else by a reduction of its own.
-inline Status write_tensor_scales_and_amax(const QuantizeArgs& a, cudaStream_t stream, bool amax_in_tile_kernel = false) {
+inline Status write_tensor_scales_and_amax(const QuantizeArgs& a, cudaStream_t stream,
+                                           bool amax_in_tile_kernel = false) {
   float* amax_out = amax_in_tile_kernel ? nullptr : a.out.amax;
   const bool computed = a.params.format == Format::nvfp4 && a.tensor_amax == nullptr;
   if (amax_out != nullptr && !computed) {

@@ -26,8 +26,11 @@ struct TileOrder {
   TileOrder() = default;
   // rows x cols tiles (rows * cols < 2^31), bands of band_ column tiles (clamped to [1, cols]).
   TileOrder(uint32_t rows, uint32_t cols_, uint32_t band_)
-      : band(band_ < cols_ ? (band_ < 1 ? 1 : band_) : (cols_ < 1 ? 1 : cols_)), cols(cols_),
-        per_band(rows * band), width(band), last_width(cols_ < 1 ? 1 : cols_ - (cols_ - 1) / band * band) {}
+      : band(band_ < cols_ ? (band_ < 1 ? 1 : band_) : (cols_ < 1 ? 1 : cols_)),
+        cols(cols_),
+        per_band(rows * band),
+        width(band),
+        last_width(cols_ < 1 ? 1 : cols_ - (cols_ - 1) / band * band) {}
 
   MXQ_HD TilePlace place(uint32_t index) const {
     const uint32_t b = per_band.div(index);

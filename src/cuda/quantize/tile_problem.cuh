@@ -12,26 +12,26 @@ namespace mxq::cuda::kernels::quantize {
 struct Problem {
   const void* in = nullptr;
   int64_t batch = 1, M = 0, K = 0;
-  int64_t Mc = 0;                 // colwise data: codes per transposed row (M, or padded rows)
+  int64_t Mc = 0;                            // colwise data: codes per transposed row (M, or padded rows)
   int64_t row_stride = 0, batch_stride = 0;  // elements
   bool blocked = true;
   uint8_t* row_data = nullptr;
   uint8_t* row_scales = nullptr;
   uint8_t* col_data = nullptr;
   uint8_t* col_scales = nullptr;
-  int64_t row_scale_cols = 0;     // ceil(K / block)
-  int64_t col_scale_cols = 0;     // linear colwise scales: bytes per k row (ceil(M / block); groups: more)
-  int64_t row_scale_batch = 0;    // bytes of one batch's rowwise scales
+  int64_t row_scale_cols = 0;   // ceil(K / block)
+  int64_t col_scale_cols = 0;   // linear colwise scales: bytes per k row (ceil(M / block); groups: more)
+  int64_t row_scale_batch = 0;  // bytes of one batch's rowwise scales
   int64_t col_scale_batch = 0;
-  int64_t row_scale_nc = 0;       // blocked: 512-byte tiles per 128 scale rows (Cp / 4)
+  int64_t row_scale_nc = 0;  // blocked: 512-byte tiles per 128 scale rows (Cp / 4)
   int64_t col_scale_nc = 0;
   int64_t tiles_m = 0, tiles_k = 0;
-  FastDiv batch_tiles;            // plain kernel: tiles per batch
-  TileOrder order;                // plain kernel: tiles_m x tiles_k
-  float* s_enc = nullptr;         // nvfp4: the batch's tensor scales, written before the launch
-  float* s_dec = nullptr;         // (or by the kernel: derive_tensor_scales)
-  const float* amax = nullptr;    // nvfp4, kDerive kernels: the caller's amax
-  uint32_t* amax_out = nullptr;   // nvfp4, kAmaxOut kernels: QuantizeOutputs::amax as fp32 bits, cleared
+  FastDiv batch_tiles;           // plain kernel: tiles per batch
+  TileOrder order;               // plain kernel: tiles_m x tiles_k
+  float* s_enc = nullptr;        // nvfp4: the batch's tensor scales, written before the launch
+  float* s_dec = nullptr;        // (or by the kernel: derive_tensor_scales)
+  const float* amax = nullptr;   // nvfp4, kDerive kernels: the caller's amax
+  uint32_t* amax_out = nullptr;  // nvfp4, kAmaxOut kernels: QuantizeOutputs::amax as fp32 bits, cleared
   // Fast paths, valid for full tiles only: 16-byte input loads, vector data and scale stores.
   bool vec_in = false, vec_row_out = false, vec_col_out = false, vec_scales = false;
   bool elem_aligned = true;  // the input pointer is aligned to its element size
@@ -41,9 +41,9 @@ struct Problem {
 // of a token group, or padding rows); a direction writes only its first row_rows / col_rows tile
 // rows (padding rows of a padded direction are written, the next group's rows are not).
 struct TileCoord {
-  int64_t b;               // batch: the batch strides of the input, the data and the scales
-  int64_t tk, k0;          // column tile and its first column
-  int64_t m0;              // first input row
+  int64_t b;       // batch: the batch strides of the input, the data and the scales
+  int64_t tk, k0;  // column tile and its first column
+  int64_t m0;      // first input row
   int in_rows, row_rows, col_rows;
   int64_t row_m0, col_m0;  // rowwise output row / colwise output column of tile row 0
   int64_t row_scale_tm;    // blocked rowwise scales: the tile's row of 512-byte scale tiles
@@ -79,7 +79,9 @@ __device__ __forceinline__ TileCoord dense_tile_coord(const Problem& p, uint32_t
 }
 
 template <int kRows = kTileRows>  // rows staged: more than a tile for the grouped colwise windows
-__device__ __forceinline__ bool in_full(const TileCoord& c) { return c.in_rows == kRows && c.k_full; }
+__device__ __forceinline__ bool in_full(const TileCoord& c) {
+  return c.in_rows == kRows && c.k_full;
+}
 
 // The rule is a template argument of the kernel: a runtime rule would compile both rules' code
 // and a branch into every scale computation.

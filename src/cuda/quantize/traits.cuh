@@ -28,9 +28,9 @@ struct TileTraits {
   static constexpr int vec = 16 / static_cast<int>(sizeof(Raw));  // elements per 16-byte load
   static constexpr int chunks_per_row = kTileCols / vec;
   static constexpr int rows_per_pass = kThreads / chunks_per_row;
-  static constexpr int passes = kTileRows / rows_per_pass;        // 16-byte loads per thread
+  static constexpr int passes = kTileRows / rows_per_pass;  // 16-byte loads per thread
   static constexpr int block = Fmt::block;
-  static constexpr int lanes_per_block = block / vec;              // lanes sharing a rowwise block
+  static constexpr int lanes_per_block = block / vec;  // lanes sharing a rowwise block
   static constexpr int elem_bits = Fmt::elem_bits;
   static constexpr int row_bytes_per_chunk = vec * elem_bits / 8;  // rowwise output of one load
   static constexpr int scale_cols = kTileCols / block;             // per tile, rowwise
@@ -43,8 +43,8 @@ struct TileTraits {
   static constexpr int col_out_row_bytes = kTileRows * elem_bits / 8;  // colwise codes of one tile column
   static constexpr int64_t col_out_tile_bytes = int64_t{kTileCols} * col_out_row_bytes;
   // CTAs per SM of the grouped kernels' launch bounds (tuning.hpp).
-  static constexpr int min_ctas_per_sm = tile_ctas_per_sm(
-      sizeof(Raw), std::is_same<In, Bf16In>::value, elem_bits, block, true, true);
+  static constexpr int min_ctas_per_sm =
+      tile_ctas_per_sm(sizeof(Raw), std::is_same<In, Bf16In>::value, elem_bits, block, true, true);
   static_assert(lanes_per_block >= 1 && (lanes_per_block & (lanes_per_block - 1)) == 0,
                 "a rowwise block spans a power-of-two number of lanes of one warp");
   static_assert(scale_cols == col_blocks && scale_cols % 4 == 0 && block_words >= 1,
@@ -61,8 +61,8 @@ constexpr uint32_t tile_order_band(int64_t tiles_k) {
 // The launch bounds' CTAs per SM of the plain tile kernel (tuning.hpp).
 template <class T, bool COL>
 constexpr int min_ctas() {
-  return tile_ctas_per_sm(sizeof(typename T::Raw), std::is_same<typename T::Input, Bf16In>::value,
-                                             T::elem_bits, T::block, COL, false);
+  return tile_ctas_per_sm(sizeof(typename T::Raw), std::is_same<typename T::Input, Bf16In>::value, T::elem_bits,
+                          T::block, COL, false);
 }
 
 // num::e8m0_reciprocal of every scale byte a finite block can have (0..254), without its branches:
@@ -87,9 +87,7 @@ static_assert(e8m0_reciprocal_finite_matches_core(), "bit-identical to num::e8m0
 // num::decode<E4M3> of every finite UE4M3 scale byte (0..0x7E), without its branches: the byte
 // shifted into the fp32 exponent and mantissa fields reads as the same value times 2^-120 (its
 // subnormals as fp32 subnormals, both exact), which one exact multiply restores.
-__host__ __device__ constexpr float e4m3_value_finite(uint8_t sf) {
-  return num::u2f(uint32_t{sf} << 20) * 0x1p120f;
-}
+__host__ __device__ constexpr float e4m3_value_finite(uint8_t sf) { return num::u2f(uint32_t{sf} << 20) * 0x1p120f; }
 
 constexpr bool e4m3_value_finite_matches_core() {
   for (int b = 0; b <= 0x7E; ++b) {
@@ -226,8 +224,8 @@ __device__ __forceinline__ uint64_t encode_codes(const float* x, float mult, boo
 // MX fp4 of 16-bit inputs whose codes come from their packed words (encode_codes_mxfp4_pairs)
 // rather than from fp32 widenings: bf16 always, fp16 up to a multiplier of kFp16PairsMaxPow2.
 template <class In, class Fmt>
-constexpr bool kMxfp4Pairs = (std::is_same<In, Bf16In>::value || std::is_same<In, Fp16In>::value) &&
-                             Fmt::Elem::bits == 4 && !Fmt::nv;
+constexpr bool kMxfp4Pairs =
+    (std::is_same<In, Bf16In>::value || std::is_same<In, Fp16In>::value) && Fmt::Elem::bits == 4 && !Fmt::nv;
 
 // encode_codes of N consecutive 16-bit elements of an MX fp4 block given as N / 2 packed pairs
 // (element 2k in the low half of pairs[k]), handed to the encoder's lines without widening (fewer
@@ -253,7 +251,8 @@ __device__ __forceinline__ uint64_t encode_codes_mxfp4_pairs(const uint32_t* pai
   for (int q = 0; q < N / 8; ++q) {
     Bf16x2Odd p[4];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) p[k] = kFp16 ? fp16x2_scaled_odd_pair(pairs[4 * q + k]) : bf16x2_exact_pair(pairs[4 * q + k]);
+    for (int k = 0; k < 4; ++k)
+      p[k] = kFp16 ? fp16x2_scaled_odd_pair(pairs[4 * q + k]) : bf16x2_exact_pair(pairs[4 * q + k]);
     half[q] = encode_e2m1_pow2_pairs<4>(p, slope);
   }
   return codes_or_nan<typename Fmt::Elem, N>(half, poisoned);
@@ -266,7 +265,8 @@ __device__ __forceinline__ void store_block(uint8_t* dst, const uint64_t (&words
                                             int64_t bytes) {
   if (vec) {
     if constexpr (T::block_bytes == 8) {
-      *reinterpret_cast<uint2*>(dst) = make_uint2(static_cast<uint32_t>(words[0]), static_cast<uint32_t>(words[0] >> 32));
+      *reinterpret_cast<uint2*>(dst) =
+          make_uint2(static_cast<uint32_t>(words[0]), static_cast<uint32_t>(words[0] >> 32));
     } else {
 #pragma unroll
       for (int q = 0; q < T::block_bytes / 16; ++q) {

@@ -46,9 +46,9 @@ constexpr int64_t kDeriveTensorScalesTiles = 6144;  // about 9 rounds of 5 CTAs 
 
 struct Facts {
   bool nvfp4 = false;
-  int64_t tiles = 0;                     // batch x row tiles x column tiles
-  bool scales_from_given_amax = false;   // nvfp4: the tile kernel could derive the tensor scales (tensor_scale.hpp)
-  bool amax_out_with_given_amax = false; // nvfp4: out.amax asked for while the caller gives amax
+  int64_t tiles = 0;                      // batch x row tiles x column tiles
+  bool scales_from_given_amax = false;    // nvfp4: the tile kernel could derive the tensor scales (tensor_scale.hpp)
+  bool amax_out_with_given_amax = false;  // nvfp4: out.amax asked for while the caller gives amax
 };
 
 struct Choice {

@@ -90,7 +90,8 @@ __device__ __forceinline__ void store_round_scales(const GroupedProblem& gp, con
   const int32_t j0 = base - first.q_first;
   if (p.blocked && k_full && blocks == kWindowSlots && j0 % 4 == 0 && j0 + kWindowSlots <= first.q) {
     if (tid < 32) {
-      uint8_t* tile = p.col_scales + gp.k_rows_padded * 4 * first.qtiles_first + num::blocked_offset(k0, j0, first.qtiles);
+      uint8_t* tile =
+          p.col_scales + gp.k_rows_padded * 4 * first.qtiles_first + num::blocked_offset(k0, j0, first.qtiles);
       quantize::store_scale_tile(tile, rs.tile, tid, p.vec_scales);
     }
     return;

@@ -25,11 +25,11 @@ constexpr int kTileRows = 128;
 struct GroupWalk {
   const int32_t* ends = nullptr;  // raw device ends [G]
   int32_t G = 0;
-  int32_t M = 0;                  // input rows, at most 2^31 - 1: ends are clamped to [previous end, M]
-  int32_t pad_mask = 0;           // alignment - 1 of the padded direction(s) (a power of two), 0 when nothing pads
-  int32_t block_shift = 5;        // log2 of the rows per colwise block (the format's block)
-  bool tiles_from_padded = false; // a padded direction sets the tile count of each group
-  bool q_from_padded = false;     // colwise scale columns count padded rows
+  int32_t M = 0;                     // input rows, at most 2^31 - 1: ends are clamped to [previous end, M]
+  int32_t pad_mask = 0;              // alignment - 1 of the padded direction(s) (a power of two), 0 when nothing pads
+  int32_t block_shift = 5;           // log2 of the rows per colwise block (the format's block)
+  bool tiles_from_padded = false;    // a padded direction sets the tile count of each group
+  bool q_from_padded = false;        // colwise scale columns count padded rows
   int32_t* padded_starts = nullptr;  // optional outputs, written by the CTA that passes write_offsets
   int32_t* padded_ends = nullptr;
 };
@@ -65,7 +65,7 @@ struct TileGroup {
   int32_t qtiles = 0;        // ... and of this group
   int32_t tile = 0;          // this tile inside the group
 };
-struct GroupTotals {  // no member initializers: it lives in shared memory
+struct GroupTotals {   // no member initializers: it lives in shared memory
   int32_t end;         // clamped end of the last group
   int32_t padded_end;  // sum of padded sizes
   int32_t tiles;
@@ -130,10 +130,14 @@ __device__ __forceinline__ void record_group(int32_t start, int32_t n, const Gro
   if constexpr (Tiles == 1) {
     // One tile: a range test, which keeps the divisions by the stride below out of every walk step
     // of the one-tile kernel's start path.
-    if (count > 0 && first_tile >= lo && first_tile < hi) set_tile_group(group[0], start, n, before, mine, first_tile - lo);
+    if (count > 0 && first_tile >= lo && first_tile < hi)
+      set_tile_group(group[0], start, n, before, mine, first_tile - lo);
   } else {
-    const int i_lo = lo <= first_tile ? 0 : static_cast<int>((static_cast<uint32_t>(lo - first_tile) + stride - 1) / stride);
-    const int i_hi = hi <= first_tile ? 0 : min(count, static_cast<int>((static_cast<uint32_t>(hi - first_tile) + stride - 1) / stride));
+    const int i_lo =
+        lo <= first_tile ? 0 : static_cast<int>((static_cast<uint32_t>(lo - first_tile) + stride - 1) / stride);
+    const int i_hi = hi <= first_tile
+                         ? 0
+                         : min(count, static_cast<int>((static_cast<uint32_t>(hi - first_tile) + stride - 1) / stride));
     for (int i = i_lo; i < i_hi; ++i) set_tile_group(group[i], start, n, before, mine, first_tile + i * stride - lo);
   }
 }
@@ -251,8 +255,8 @@ __device__ void walk_groups_block(const GroupWalk& w, bool write_offsets, Visit&
 // warp 0 also resets the records (after issuing the loads of the offsets), so that the CTA waits
 // at one barrier instead of two.
 template <int Threads, int Tiles, bool kOneBarrier = false>
-__device__ void find_tile_groups(const GroupWalk& w, int32_t first_tile, int32_t stride, int count,
-                                 bool write_offsets, GroupWalkStorage<Threads, Tiles>& s) {
+__device__ void find_tile_groups(const GroupWalk& w, int32_t first_tile, int32_t stride, int count, bool write_offsets,
+                                 GroupWalkStorage<Threads, Tiles>& s) {
   static_assert(Tiles <= 32, "warp 0 resets the records");
   auto record = [&](int32_t start, int32_t n, const GroupSums& before, const GroupSums& mine) {
     record_group(start, n, before, mine, first_tile, stride, count, s.group);

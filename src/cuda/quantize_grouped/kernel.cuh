@@ -40,9 +40,9 @@ struct GroupedProblem {
   int64_t row_scale_bytes = 0, col_scale_bytes = 0;  // whole buffers (quantize_sizes)
   int64_t k_rows_padded = 0;                         // Rp(K): rows of each group's colwise blocked matrix
   int64_t tiles_k = 0, tile_rows = 0;
-  int strip_tiles = 1;      // row tiles per CTA (<= kStripTiles)
-  int64_t strip_stride = 1; // row tiles between a CTA's tiles: the CTAs per column tile
-  quantize::TileOrder order;   // of the CTAs: strip_stride x tiles_k (rows kernel: tiles_m x tiles_k)
+  int strip_tiles = 1;        // row tiles per CTA (<= kStripTiles)
+  int64_t strip_stride = 1;   // row tiles between a CTA's tiles: the CTAs per column tile
+  quantize::TileOrder order;  // of the CTAs: strip_stride x tiles_k (rows kernel: tiles_m x tiles_k)
 };
 
 __device__ __forceinline__ int rows_in_tile(int64_t rows, int64_t first) {
@@ -52,7 +52,7 @@ __device__ __forceinline__ int rows_in_tile(int64_t rows, int64_t first) {
 // Where tile grp.tile of group grp at column tile tk reads and writes.
 template <class T>
 __device__ __forceinline__ quantize::TileCoord group_tile_coord(const GroupedProblem& gp, const TileGroup& grp,
-                                                             int64_t tk) {
+                                                                int64_t tk) {
   const quantize::Problem& p = gp.tile;
   const int64_t lr0 = int64_t{grp.tile} * kTileRows;  // first group-local row of the tile
   quantize::TileCoord c;
@@ -115,7 +115,8 @@ __device__ void zero_ungrouped(const GroupedProblem& gp, const GroupTotals& t, i
 // hoist the colwise setup out of, ahead of the loads). It is an instantiation of its own
 // (TileWalk), as a branch inside the strips kernel cost the strips registers and code.
 template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, unsigned kOptions>
-__device__ __forceinline__ void quantize_one_tile(const GroupedProblem& gp, const quantize::TilePlace& at, uint4* staged,
+__device__ __forceinline__ void quantize_one_tile(const GroupedProblem& gp, const quantize::TilePlace& at,
+                                                  uint4* staged,
                                                   quantize::TileScales<quantize::TileTraits<In, Fmt>>& scales) {
   using T = quantize::TileTraits<In, Fmt>;
   __shared__ GroupWalkStorage<kThreads, 1> walk;
@@ -127,7 +128,8 @@ __device__ __forceinline__ void quantize_one_tile(const GroupedProblem& gp, cons
     // K = 0: no columns to read and no colwise scale tile to write (see the strips kernel). No
     // L2 prefetch hint here: measured without it (the strips' colwise gain from it is 0.5-1.5 %).
     if (p.K > 0) {
-      quantize::quantize_tile<In, Fmt, ROW, COL, kRule, kOptions>(p, group_tile_coord<T>(gp, group, tk), staged, scales);
+      quantize::quantize_tile<In, Fmt, ROW, COL, kRule, kOptions>(p, group_tile_coord<T>(gp, group, tk), staged,
+                                                                  scales);
     }
   } else {
     const GroupTotals& totals = walk.totals;
@@ -182,7 +184,7 @@ enum class TileWalk { strips, one_tile, one_tile_rows_land };
 // tiles_k): the strip at row tile r, or with a one-tile walk row tile r alone.
 template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, TileWalk kWalk>
 __global__ void __launch_bounds__(kThreads, (quantize::TileTraits<In, Fmt>::min_ctas_per_sm))
-grouped_quantize_kernel(const GroupedProblem gp) {
+    grouped_quantize_kernel(const GroupedProblem gp) {
   using T = quantize::TileTraits<In, Fmt>;
   // colwise: the staged input tile, then the staged output (aligned: see quantize_tile_kernel)
   extern __shared__ __align__(128) uint4 staged[];

@@ -21,7 +21,7 @@ template <class In, class Fmt, ScaleRule kRule>
 Status launch_rows(GroupedProblem p, cudaStream_t stream) {
   const int64_t input_row_tiles = std::max(p.tile.tiles_m, int64_t{1});
   p.order = quantize::TileOrder(static_cast<uint32_t>(input_row_tiles), static_cast<uint32_t>(p.tiles_k),
-                             static_cast<uint32_t>(p.tiles_k));
+                                static_cast<uint32_t>(p.tiles_k));
   auto kernel = grouped_rows_kernel<In, Fmt, kRule>;
   const size_t smem = static_cast<size_t>(quantize::TileTraits<In, Fmt>::staged_tile_bytes);
   const Status st = quantize::allow_dynamic_smem(kernel, smem);
@@ -36,7 +36,7 @@ Status launch_windows(GroupedProblem p, cudaStream_t stream) {
   const int64_t windows = window_count(p.tile.M, W::owned);
   p.tile_rows = windows;
   p.order = quantize::TileOrder(static_cast<uint32_t>(windows), static_cast<uint32_t>(p.tiles_k),
-                             quantize::tile_order_band<T, false, true>(p.tiles_k));
+                                quantize::tile_order_band<T, false, true>(p.tiles_k));
   auto kernel = grouped_col_windows_kernel<In, Fmt, kRule, W>;
   const size_t smem = window_dynamic_smem<T, W>();
   const Status st = quantize::allow_dynamic_smem(kernel, smem);
@@ -51,7 +51,7 @@ Status launch_tiles(GroupedProblem p, const Choice& c, cudaStream_t stream) {
   p.strip_tiles = c.strip_tiles;
   p.strip_stride = c.strip_stride;
   p.order = quantize::TileOrder(static_cast<uint32_t>(p.strip_stride), static_cast<uint32_t>(p.tiles_k),
-                             quantize::tile_order_band<T, ROW, COL>(p.tiles_k));
+                                quantize::tile_order_band<T, ROW, COL>(p.tiles_k));
   auto kernel = grouped_quantize_kernel<In, Fmt, ROW, COL, kRule, TileWalk::strips>;
   if (c.strip_tiles == 1) {
     kernel = grouped_quantize_kernel<In, Fmt, ROW, COL, kRule, TileWalk::one_tile>;
@@ -110,8 +110,7 @@ Status launch(const GroupedProblem& p, cudaStream_t stream) {
     case Kernel::one_group_windows:
       if constexpr (COL && !ROW && kWindowsTypes<T>) return launch_windows<In, Fmt, kRule, OneGroupWindows>(p, stream);
       break;
-    case Kernel::group_tiles:
-      return launch_tiles<In, Fmt, ROW, COL, kRule>(p, c, stream);
+    case Kernel::group_tiles: return launch_tiles<In, Fmt, ROW, COL, kRule>(p, c, stream);
   }
   return Status::error(Code::unsupported, "quantize: no grouped kernel for this case");
 }

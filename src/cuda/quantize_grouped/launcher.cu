@@ -57,7 +57,8 @@ Status shape_launch(bool row, bool col, GroupedProblem* p) {
   p->walk.tiles_from_padded = (row && p->row_padded) || (col && p->col_padded);
   p->walk.q_from_padded = p->col_padded;
   p->tile_rows = num::ceil_div(rows, int64_t{kTileRows}) + p->walk.G;
-  if (p->tile_rows * p->tiles_k > 0x7FFFFFFF) return Status::error(Code::unsupported, "quantize: more than 2^31 - 1 tiles");
+  if (p->tile_rows * p->tiles_k > 0x7FFFFFFF)
+    return Status::error(Code::unsupported, "quantize: more than 2^31 - 1 tiles");
   return {};
 }
 
@@ -95,7 +96,8 @@ Status quantize_grouped(const QuantizeArgs& args, const QuantizeSizes& sizes) {
   l.stream = as_stream(args.stream);
   const Status scales = kernels::quantize::write_tensor_scales_and_amax(args, l.stream);
   if (!scales.ok()) return scales;
-  return dispatch_input(args.input.dtype, [&](auto in) { return kernels::quantize_grouped::launch_input<decltype(in)>(l); });
+  return dispatch_input(args.input.dtype,
+                        [&](auto in) { return kernels::quantize_grouped::launch_input<decltype(in)>(l); });
 }
 
 }  // namespace mxq::cuda

@@ -5,10 +5,10 @@
 // those were a third of the group-local grid). The tile is staged as one cp.async group per group
 // of passes that quantize_rows handles together; a thread reads only the chunks it copied, so each
 // group of passes starts once its own copies have landed, without a barrier (rather than one wait
-// for the whole tile). Each tile row's output row and scale row come from its group. A 512-byte scale tile may hold rows of two CTAs, so scales go out as one 4-byte word
-// per row and 4 scale columns. The CTA holding a group's last row writes the group's zero rows in
-// its columns (data padding rows, unused rows of its scale matrix), and every CTA zeroes a share of
-// the bytes past the last group.
+// for the whole tile). Each tile row's output row and scale row come from its group. A 512-byte scale tile may hold
+// rows of two CTAs, so scales go out as one 4-byte word per row and 4 scale columns. The CTA holding a group's last row
+// writes the group's zero rows in its columns (data padding rows, unused rows of its scale matrix), and every CTA
+// zeroes a share of the bytes past the last group.
 #pragma once
 #include <cstdint>
 
@@ -85,7 +85,7 @@ __device__ __forceinline__ void store_row_scales(const quantize::Problem& p, con
     }
   } else if (tid < kTileRows && scale_row[tid] >= 0) {
     quantize::store_scale_row_linear<T::scale_tiles>(p.row_scales, p.row_scale_cols, p.row_scale_cols, scale_row[tid],
-                                                  c.tk * T::scale_cols, staged, tid);
+                                                     c.tk * T::scale_cols, staged, tid);
   }
 }
 
@@ -123,10 +123,10 @@ __device__ void zero_group_tails(const GroupedProblem& gp, const quantize::TileC
 // quantizes input rows [128 tm, 128 tm + 128) at column tile tk.
 template <class In, class Fmt, ScaleRule kRule>
 __global__ void __launch_bounds__(kThreads, (quantize::TileTraits<In, Fmt>::min_ctas_per_sm))
-grouped_rows_kernel(const GroupedProblem gp) {
+    grouped_rows_kernel(const GroupedProblem gp) {
   using T = quantize::TileTraits<In, Fmt>;
   extern __shared__ __align__(128) uint4 staged_tile[];  // aligned: see quantize_tile_kernel
-  __shared__ quantize::TileScales<T> scales;  // the rowwise half only
+  __shared__ quantize::TileScales<T> scales;             // the rowwise half only
   __shared__ SpanStorage<kThreads> s;
 
   const quantize::Problem& p = gp.tile;
@@ -209,8 +209,8 @@ grouped_rows_kernel(const GroupedProblem gp) {
   out.vec = c.k_full && p.vec_row_out;
   out.bytes = quantize::row_chunk_bytes<T>(p, c, chunk);
   const auto chunk_at = [&](int i) { return staged_tile[(row0 + i * T::rows_per_pass) * T::chunks_per_row + chunk]; };
-  quantize::quantize_rows<In, Fmt>(p, c, quantize::batch_scaler<Fmt, kRule>(p, 0), chunk_at, row0, chunk, out, scales.row,
-                                quantize::WaitForPassGroup<T>{});
+  quantize::quantize_rows<In, Fmt>(p, c, quantize::batch_scaler<Fmt, kRule>(p, 0), chunk_at, row0, chunk, out,
+                                   scales.row, quantize::WaitForPassGroup<T>{});
   __syncthreads();
   store_row_scales<T>(p, c, s.scale_row, scales.row, tid);
 }

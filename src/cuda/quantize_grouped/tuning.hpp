@@ -120,12 +120,13 @@ constexpr Choice choose_strips(const Facts& f) {
   c.strip_tiles = one_tile ? 1 : static_cast<int>(std::clamp(tiles / f.slots, int64_t{1}, int64_t{kMaxStrip}));
   c.strip_stride = (f.tile_rows + c.strip_tiles - 1) / c.strip_tiles;
   if (!one_tile && f.fast_memory && !few_groups && c.strip_stride * f.tiles_k >= kTypicalStrideRounds * f.slots) {
-    const int64_t typical = std::max((f.typical_rows + c.strip_tiles - 1) / c.strip_tiles,
-                                     (f.tile_rows + kStripTiles - 1) / kStripTiles);
+    const int64_t typical =
+        std::max((f.typical_rows + c.strip_tiles - 1) / c.strip_tiles, (f.tile_rows + kStripTiles - 1) / kStripTiles);
     c.strip_tiles = static_cast<int>((f.tile_rows + typical - 1) / typical);
     c.strip_stride = typical;
   }
-  c.rows_land = both && f.elem_bits == 8 && c.strip_tiles == 1 && c.strip_stride * f.tiles_k <= kBothLandRounds * f.slots;
+  c.rows_land =
+      both && f.elem_bits == 8 && c.strip_tiles == 1 && c.strip_stride * f.tiles_k <= kBothLandRounds * f.slots;
   return c;
 }
 

@@ -47,7 +47,8 @@ __device__ __forceinline__ void store_unit(uint8_t* out, int64_t bytes, int64_t 
 inline int64_t blocked_buffer_bytes(const SwizzleArgs& a) {
   switch (a.group_axis) {
     case ScaleGroups::along_m: return num::group_m_scale_rows_bound(a.rows, a.groups.count) * num::blocked_cols(a.cols);
-    case ScaleGroups::along_k: return num::blocked_rows(a.rows) * num::group_k_scale_cols_bound(a.cols, a.groups.count, 1);
+    case ScaleGroups::along_k:
+      return num::blocked_rows(a.rows) * num::group_k_scale_cols_bound(a.cols, a.groups.count, 1);
     default: return a.batch * num::blocked_bytes(a.rows, a.cols);
   }
 }

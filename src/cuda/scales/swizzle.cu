@@ -67,9 +67,11 @@ __global__ void __launch_bounds__(kThreads) swizzle_grouped_kernel(SwizzleParams
   int64_t end = 0, padded_end = 0;
   const int64_t limit = AlongM ? p.rows : p.cols;
   if (AlongM)
-    kernels::groups::for_each_group_chunk<kThreads, kItems>(groups.ends, groups.count, limit, kernels::groups::ScaleRowsAlongM{}, s, body, &end, &padded_end);
+    kernels::groups::for_each_group_chunk<kThreads, kItems>(
+        groups.ends, groups.count, limit, kernels::groups::ScaleRowsAlongM{}, s, body, &end, &padded_end);
   else
-    kernels::groups::for_each_group_chunk<kThreads, kItems>(groups.ends, groups.count, limit, kernels::groups::ScaleColsAlongK{}, s, body, &end, &padded_end);
+    kernels::groups::for_each_group_chunk<kThreads, kItems>(
+        groups.ends, groups.count, limit, kernels::groups::ScaleColsAlongK{}, s, body, &end, &padded_end);
   for (int64_t u = max(u0, padded_end * bytes_per_pos / kUnitBytes) + threadIdx.x; u < u1; u += kThreads)
     store_unit(p.out, p.out_bytes, u * kUnitBytes, [](int) { return uint8_t{0}; });
 }
@@ -77,8 +79,8 @@ __global__ void __launch_bounds__(kThreads) swizzle_grouped_kernel(SwizzleParams
 template <class Kernel, class... Args>
 Status launch(const char* op, Kernel kernel, SwizzleParams p, void* stream, Args... args) {
   kernels::groups::RangeGrid g;
-  const cudaError_t e = kernels::groups::range_grid(reinterpret_cast<const void*>(kernel), kThreads, ceil_units(p.out_bytes),
-                                   kMinUnitsPerCta, &g);
+  const cudaError_t e = kernels::groups::range_grid(reinterpret_cast<const void*>(kernel), kThreads,
+                                                    ceil_units(p.out_bytes), kMinUnitsPerCta, &g);
   if (e != cudaSuccess) return cuda_status(op, e);
   p.units_per_cta = g.per_cta;
   kernel<<<g.ctas, kThreads, 0, as_stream(stream)>>>(p, args...);

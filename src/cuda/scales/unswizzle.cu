@@ -16,7 +16,7 @@ constexpr int kChunk = kThreads * kItems;
 struct UnswizzleParams {
   const uint8_t* blocked;
   int64_t batch, rows, cols;
-  uint8_t* out;  // linear
+  uint8_t* out;          // linear
   int64_t rows_per_cta;  // of the batch * rows linear rows
 };
 
@@ -45,8 +45,8 @@ __global__ void __launch_bounds__(kThreads) unswizzle_along_m_kernel(UnswizzlePa
     return c.chunk_end() < r1;
   };
   int64_t end = 0, padded_end = 0;
-  kernels::groups::for_each_group_chunk<kThreads, kItems>(groups.ends, groups.count, p.rows, kernels::groups::ScaleRowsAlongM{}, s, body, &end,
-                                         &padded_end);
+  kernels::groups::for_each_group_chunk<kThreads, kItems>(
+      groups.ends, groups.count, p.rows, kernels::groups::ScaleRowsAlongM{}, s, body, &end, &padded_end);
   for (int64_t i = max(r0, end) * C + threadIdx.x; i < r1 * C; i += kThreads) p.out[i] = 0;
 }
 
@@ -67,8 +67,8 @@ __global__ void __launch_bounds__(kThreads) unswizzle_along_k_kernel(UnswizzlePa
     return true;  // every chunk has columns of the CTA's rows
   };
   int64_t end = 0, padded_end = 0;
-  kernels::groups::for_each_group_chunk<kThreads, kItems>(groups.ends, groups.count, p.cols, kernels::groups::ScaleColsAlongK{}, s, body, &end,
-                                         &padded_end);
+  kernels::groups::for_each_group_chunk<kThreads, kItems>(
+      groups.ends, groups.count, p.cols, kernels::groups::ScaleColsAlongK{}, s, body, &end, &padded_end);
   const int64_t width = C - end;
   for (int64_t i = threadIdx.x; i < (r1 - r0) * width; i += kThreads) p.out[(r0 + i / width) * C + end + i % width] = 0;
 }
@@ -77,7 +77,8 @@ template <class Kernel, class... Args>
 Status launch(const char* op, Kernel kernel, UnswizzleParams p, int64_t rows, void* stream, Args... args) {
   kernels::groups::RangeGrid g;
   const int64_t min_rows = p.cols > 0 ? (kMinBytesPerCta + p.cols - 1) / p.cols : rows;
-  const cudaError_t e = kernels::groups::range_grid(reinterpret_cast<const void*>(kernel), kThreads, rows, min_rows, &g);
+  const cudaError_t e =
+      kernels::groups::range_grid(reinterpret_cast<const void*>(kernel), kThreads, rows, min_rows, &g);
   if (e != cudaSuccess) return cuda_status(op, e);
   p.rows_per_cta = g.per_cta;
   kernel<<<g.ctas, kThreads, 0, as_stream(stream)>>>(p, args...);

@@ -120,9 +120,9 @@ __device__ __forceinline__ void load_pairs(const Problem& p, const unsigned char
 
 // CTAs walk rows along y and a row's work items along x (an item: kVec consecutive pairs where
 // kAligned, else one pair), so that no thread divides to find its row.
-#define MXQ_SWIGLU_FOR_ITEMS(p, kAligned, m, f)                                                              \
-  for (int64_t m = blockIdx.y; m < (p).M; m += gridDim.y)                                                     \
-    for (int64_t f = (blockIdx.x * int64_t{kThreads} + threadIdx.x) * ((kAligned) ? kVec : 1); f < (p).F;       \
+#define MXQ_SWIGLU_FOR_ITEMS(p, kAligned, m, f)                                                           \
+  for (int64_t m = blockIdx.y; m < (p).M; m += gridDim.y)                                                 \
+    for (int64_t f = (blockIdx.x * int64_t{kThreads} + threadIdx.x) * ((kAligned) ? kVec : 1); f < (p).F; \
          f += int64_t{gridDim.x} * kThreads * ((kAligned) ? kVec : 1))
 
 template <class In, bool kAligned>
