@@ -5,7 +5,7 @@
  * Structs hold only fixed-width integers and pointers in the order listed (natural C alignment, no
  * packing pragmas), so a ctypes.Structure with the same fields in the same order matches: both
  * insert the same 4 padding bytes where an int32_t is followed by a pointer or int64_t.
- * tests/cpu/test_c_abi.cpp pins the LP64 offsets and sizes. Enum
+ * tests/cpu/c_abi_test.cpp pins the LP64 offsets and sizes. Enum
  * arguments are int32_t fields holding the MXQ_* constants below (the values of
  * include/mxq/types.hpp); unknown values are rejected with MXQ_ERR_INVALID_ARGUMENT. Defaults of the
  * C++ API that are not zero must be set explicitly here: batch = 1 for 2-D tensors, direction,

@@ -1,5 +1,5 @@
 // fp32 -> fp8 element conversion on the device. On sm_89+ one `cvt.rn.satfinite.{e4m3,e5m2}x2.f32`
-// converts two values; tests/cuda/test_convert_exhaustive.cu proves it equal to num::encode on all
+// converts two values; tests/cuda/convert_test.cu proves it equal to num::encode on all
 // 2^32 fp32 inputs, which is what allows it here. FP4 codes come eight at a time from e2m1_lines.hpp.
 #pragma once
 #include <cstdint>
@@ -38,7 +38,7 @@ __device__ __forceinline__ uint32_t encode_pair<num::E5M2>(float lo, float hi) {
 // The fp32 reciprocal 1 / p rounded to nearest for p in [2^-126, 2^126) (exponent field 1..252):
 // the in-range path of the compiler's IEEE reciprocal, an approximate reciprocal and one fma
 // correction, without its range test and call to the general routine.
-// tests/cuda/test_convert_exhaustive.cu proves it equal to 1.0f / p on every such p.
+// tests/cuda/convert_test.cu proves it equal to 1.0f / p on every such p.
 __device__ __forceinline__ float rcp_rn_in_range(float p) {
   float r;
   asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(p));

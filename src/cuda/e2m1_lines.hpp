@@ -1,6 +1,6 @@
 // fp32 -> E2M1 (fp4) codes in few instructions, two elements per bf16x2 instruction, host and
-// device (host: for the proofs in tests/cpu/test_e2m1_lines.cpp, with the bf16 arithmetic emulated
-// exactly; tests/cuda/test_convert_exhaustive.cu repeats them on the device's instructions).
+// device (host: for the proofs in tests/cpu/e2m1_lines_test.cpp, with the bf16 arithmetic emulated
+// exactly; tests/cuda/convert_test.cu repeats them on the device's instructions).
 //
 // The E2M1 magnitudes 0, 0.5, 1, 1.5, 2, 3, 4, 6 are three evenly spaced runs: step 0.5 up to 2,
 // step 1 up to 4, step 2 up to 6. Rounding |y| to nearest-even on each run is one fused
@@ -273,7 +273,7 @@ MXQ_HD Bf16x2Odd bf16x2_exact_pair(uint32_t bf16x2) { return {bf16x2, bf16x2 & 0
 // as long as pow2 * 2^112 is a finite bf16 power of two (pow2 <= kFp16PairsMaxPow2): an E2M1
 // boundary of x * pow2 (an odd multiple of 1/4) is then an even multiple of the odd rounding's
 // spacing even on the subnormals (2^-133 * pow2 * 2^112 <= 2^-6), so rounding to odd keeps every
-// value on its side. Proven on every fp16 and scale by tests/cpu/test_e2m1_lines.cpp.
+// value on its side. Proven on every fp16 and scale by tests/cpu/e2m1_lines_test.cpp.
 constexpr float kFp16PairsScale = 0x1p112f;
 constexpr float kFp16PairsMaxPow2 = 0x1p15f;
 MXQ_HD Bf16x2Odd fp16x2_scaled_odd_pair(uint32_t fp16x2) {

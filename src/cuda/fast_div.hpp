@@ -1,5 +1,5 @@
 // Unsigned 32-bit division by a divisor fixed at launch, as a multiply-high, an add and a shift
-// (host and device; tests/cpu/test_fast_div.cpp checks it against `/`). A tile kernel turns its
+// (host and device; tests/cpu/fast_div_test.cpp checks it against `/`). A tile kernel turns its
 // CTA index into tile coordinates with two or three divisions; as `/` each is a ~20-instruction
 // sequence, a visible share of a tile's instructions.
 //

@@ -1,5 +1,5 @@
 // TileOrder: which tile of a matrix of tiles CTA i takes (host and device; tests/cpu/
-// test_tile_order.cpp checks that it is a bijection in the documented order).
+// tests/cpu/tile_order_test.cpp checks that it is a bijection in the documented order).
 #pragma once
 #include <cstdint>
 
