@@ -104,7 +104,9 @@ TEST(BenchCases, SelectionFiltersAndReplacesShapes) {
     const bool first = c.batch == 1 && c.rows == 256 && c.cols == 512;
     const bool second = c.batch == 2 && c.rows == 128 && c.cols == 256;
     EXPECT_TRUE(first || second) << shape_string(c);
-    if (second) EXPECT_EQ(c.groups, 0) << "token groups are 2-D only";
+    if (second) {
+      EXPECT_EQ(c.groups, 0) << "token groups are 2-D only";
+    }
   }
   EXPECT_TRUE(has(shaped, Op::quantize, Format::mxfp8, Direction::colwise, {2, 128, 256}));
   EXPECT_TRUE(has(shaped, Op::quantize, Format::mxfp8, Direction::both, {1, 256, 512}, 64));
@@ -166,7 +168,9 @@ TEST(BenchPlan, JaggedGroupsCoverAllRows) {
     EXPECT_EQ(ends.back(), 131072);
     EXPECT_TRUE(std::is_sorted(ends.begin(), ends.end()));
     EXPECT_GE(ends.front(), 0);
-    if (g > 1) EXPECT_NE(ends[0], ends[1] - ends[0]) << "sizes should be jagged";
+    if (g > 1) {
+      EXPECT_NE(ends[0], ends[1] - ends[0]) << "sizes should be jagged";
+    }
     const std::vector<int32_t> cut = jagged_group_ends(131072 - 7, g, 32);
     EXPECT_EQ(cut.back(), 131072 - 7);
     EXPECT_TRUE(std::is_sorted(cut.begin(), cut.end()));
