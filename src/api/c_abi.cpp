@@ -73,9 +73,11 @@ SwigluParams to_cpp(const mxq_swiglu_params& p) {
   return {static_cast<SwigluVariant>(p.variant), static_cast<SwigluLayout>(p.layout), p.alpha, p.limit};
 }
 
-SwigluArgs to_cpp(const mxq_swiglu_args& a) {
+// The fields a SwiGLU call shares with the quantize call its C struct embeds.
+template <class Args, class CArgs>
+Args swiglu_common(const CArgs& a) {
   const QuantizeArgs q = to_cpp(a.quantize);
-  SwigluArgs s;
+  Args s;
   s.input = q.input;
   s.swiglu = to_cpp(a.swiglu);
   s.weights = a.weights;
@@ -83,27 +85,22 @@ SwigluArgs to_cpp(const mxq_swiglu_args& a) {
   s.groups = q.groups;
   s.tensor_amax = q.tensor_amax;
   s.out = q.out;
-  s.activation = a.activation;
   s.backend = q.backend;
   s.stream = q.stream;
   return s;
 }
 
+SwigluArgs to_cpp(const mxq_swiglu_args& a) {
+  SwigluArgs s = swiglu_common<SwigluArgs>(a);
+  s.activation = a.activation;
+  return s;
+}
+
 SwigluBackwardArgs to_cpp(const mxq_swiglu_backward_args& a) {
-  const QuantizeArgs q = to_cpp(a.quantize);
-  SwigluBackwardArgs s;
+  SwigluBackwardArgs s = swiglu_common<SwigluBackwardArgs>(a);
   s.grad = to_cpp(a.grad);
-  s.input = q.input;
-  s.swiglu = to_cpp(a.swiglu);
-  s.weights = a.weights;
-  s.params = q.params;
-  s.groups = q.groups;
-  s.tensor_amax = q.tensor_amax;
-  s.out = q.out;
   s.grad_input = a.grad_input;
   s.grad_weights = a.grad_weights;
-  s.backend = q.backend;
-  s.stream = q.stream;
   return s;
 }
 

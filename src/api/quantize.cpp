@@ -23,7 +23,7 @@ Status validate_quantize_layout(const char* op, const QuantizeArgs& a, const cha
   return api::check_backend(op, a.backend);
 }
 
-Status validate_quantize_outputs(const char* op, const QuantizeArgs& a, const QuantizeSizes& s) {
+Status check_quantize_outputs_present(const char* op, const QuantizeArgs& a, const QuantizeSizes& s) {
   const QuantizeOutputs& o = a.out;
   const char* dir = to_string(a.params.direction);
   if (has_rowwise(a.params.direction)) {
@@ -52,6 +52,12 @@ Status validate_quantize_outputs(const char* op, const QuantizeArgs& a, const Qu
   MXQ_REQUIRE(s.padded_offset_count > 0 || (!o.padded_starts && !o.padded_ends),
               "out.padded_starts / out.padded_ends are given but neither groups.pad_rowwise nor "
               "groups.pad_colwise pads");
+  return {};
+}
+
+Status validate_quantize_outputs(const char* op, const QuantizeArgs& a, const QuantizeSizes& s) {
+  MXQ_TRY(check_quantize_outputs_present(op, a, s));
+  const QuantizeOutputs& o = a.out;
   const uint64_t floats = uint64_t(a.input.batch) * sizeof(float);
   const uint64_t offsets = uint64_t(s.padded_offset_count) * sizeof(int32_t);
   // tensor_amax may be out.s_enc or out.s_dec itself: the tensor scales are derived from it in place.

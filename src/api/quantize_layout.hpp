@@ -25,5 +25,7 @@ Status validate_quantize_layout(const char* op, const QuantizeArgs& a, const cha
 // The outputs of a quantize call: present for what the call writes, absent for what it does not,
 // overlapping neither its inputs nor each other.
 Status validate_quantize_outputs(const char* op, const QuantizeArgs& a, const QuantizeSizes& s);
+// Its first half: each output present for what the call writes and absent for what it does not.
+Status check_quantize_outputs_present(const char* op, const QuantizeArgs& a, const QuantizeSizes& s);
 
 }  // namespace mxq::api

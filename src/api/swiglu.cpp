@@ -144,7 +144,7 @@ Status run_swiglu(const char* op, const Args& args, const QuantizeSizes& s) {
   const int64_t cols = computed_cols(args);
   QuantizeArgs q = computed_quantize(h, cols, computed_buffer(args), args.params, args.groups, args.tensor_amax,
                                      args.out, args.backend, args.stream);
-  MXQ_TRY(api::validate_quantize_outputs(op, q, s));
+  MXQ_TRY(api::check_quantize_outputs_present(op, q, s));  // the overlap check below covers more buffers
   MXQ_TRY(check_swiglu_overlap(op, q, s, h, grad_of(args), args.weights, computed_name(args), computed_buffer(args),
                                grad_weights_of(args)));
   const QuantizeOutputs& o = args.out;
