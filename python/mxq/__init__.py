@@ -216,3 +216,15 @@ def version():
 def cuda_available():
     """True when libmxq was built with CUDA and a device is present."""
     return bool(library().cuda_available())
+
+
+# Expert parallelism (mxq.expert_parallel: dispatch / combine over torch.distributed), imported on
+# first use since it needs torch; not in __all__, so that `from mxq import *` works without torch.
+_EXPERT_PARALLEL = ("dispatch", "combine", "DispatchResult", "DispatchHandle")
+
+
+def __getattr__(name):
+    if name in _EXPERT_PARALLEL:
+        from . import expert_parallel
+        return getattr(expert_parallel, name)
+    raise AttributeError(f"module 'mxq' has no attribute {name!r}")
