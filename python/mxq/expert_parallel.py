@@ -60,11 +60,14 @@ class DispatchHandle:
 
 
 def _all_to_all(src, out_rows, output_splits, input_splits, group):
-    """One all_to_all_single of the rows of src (contiguous) into a fresh (out_rows, ...) tensor."""
-    out = src.new_empty((out_rows,) + tuple(src.shape[1:]))
-    dist.all_to_all_single(out, src, output_split_sizes=output_splits,
+    """One all_to_all_single of the rows of a contiguous 2-D src into a fresh (out_rows, W)
+    tensor. The rows travel as bytes, which every backend carries (gloo may lack bf16)."""
+    width = src.shape[1]
+    out = torch.empty((out_rows, width * src.element_size()), dtype=torch.uint8,
+                      device=src.device)
+    dist.all_to_all_single(out, src.view(torch.uint8), output_split_sizes=output_splits,
                            input_split_sizes=input_splits, group=group)
-    return out
+    return out.view(src.dtype)
 
 
 def _plan(topk_ids, num_experts, alignment, group):

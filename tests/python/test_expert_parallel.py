@@ -65,22 +65,27 @@ def _routing(kind, T, k, E, gen):
     return allowed[torch.rand(T, len(allowed), generator=gen).argsort(dim=1)[:, :k]]
 
 
+def _exchange(x, out_splits, in_splits):
+    """all_to_all_single of the rows of x, as bytes (older gloo lacks bf16)."""
+    x = x.contiguous()
+    out = torch.empty((sum(out_splits), x.shape[1] * x.element_size()), dtype=torch.uint8,
+                      device=x.device)
+    dist.all_to_all_single(out, x.view(torch.uint8), out_splits, in_splits)
+    return out.view(x.dtype)
+
+
 class _RefAllToAll(torch.autograd.Function):
     """The reference's bf16 all_to_all_single, differentiable: backward is the reverse exchange."""
 
     @staticmethod
     def forward(ctx, x, out_splits, in_splits):
         ctx.splits = (out_splits, in_splits)
-        out = x.new_empty((sum(out_splits), x.shape[1]))
-        dist.all_to_all_single(out, x.contiguous(), out_splits, in_splits)
-        return out
+        return _exchange(x, out_splits, in_splits)
 
     @staticmethod
     def backward(ctx, grad):
         out_splits, in_splits = ctx.splits
-        back = grad.new_empty((sum(in_splits), grad.shape[1]))
-        dist.all_to_all_single(back, grad.contiguous(), in_splits, out_splits)
-        return back, None, None
+        return _exchange(grad, in_splits, out_splits), None, None
 
 
 Reference = namedtuple("Reference", "q ends x_send x_pad send send_splits recv_splits perm pos")
