@@ -51,7 +51,7 @@ class DispatchHandle:
     device), group_ends / padded_starts / padded_ends (as in DispatchResult)."""
 
     __slots__ = ("group", "num_tokens", "topk", "num_local_experts", "alignment", "send_splits",
-                 "recv_splits", "order", "dst", "rows", "received", "tokens_per_expert",
+                 "recv_splits", "order", "dst", "padding", "rows", "received", "tokens_per_expert",
                  "group_ends", "padded_starts", "padded_ends")
 
     def __init__(self, **fields):
@@ -116,9 +116,14 @@ def _plan(topk_ids, num_experts, alignment, group):
     block_of_row = torch.repeat_interleave(torch.arange(world * G, device=device), block_rows,
                                            output_size=received)  # output_size: no host sync
     dst = torch.arange(received, device=device) + block_base[block_of_row]
+    # The rows no token lands on (rows - received of them, a count the host knows): zeroed
+    # alone rather than the whole output.
+    is_real = torch.zeros(rows, dtype=torch.uint8, device=device).index_fill_(0, dst, 1)
+    padding = torch.sort(is_real, stable=True).indices[:rows - received]
     return DispatchHandle(
         group=group, num_tokens=T, topk=k, num_local_experts=G, alignment=alignment,
-        send_splits=send_splits, recv_splits=recv_splits, order=order, dst=dst, rows=rows,
+        send_splits=send_splits, recv_splits=recv_splits, order=order, dst=dst, padding=padding,
+        rows=rows,
         received=received, tokens_per_expert=tokens_per_expert,
         group_ends=group_ends.to(torch.int32),
         padded_starts=starts.to(torch.int32) if alignment else None,
@@ -147,8 +152,14 @@ def _to_experts(pairs, h):
     flat = pairs.reshape(h.num_tokens * h.topk, pairs.shape[-1])
     sent = flat.index_select(0, h.order)
     received = _all_to_all(sent, h.received, h.recv_splits, h.send_splits, h.group)
-    out = received.new_zeros((h.rows, received.shape[1]))
+    return _place(received, h)
+
+
+def _place(received, h):
+    """Received rows (received order) -> their rows of the padded layout, padding rows 0."""
+    out = received.new_empty((h.rows, received.shape[1]))
     out.index_copy_(0, h.dst, received)
+    out.index_fill_(0, h.padding, 0)
     return out
 
 
@@ -168,10 +179,8 @@ class _Dispatch(torch.autograd.Function):
         received = _all_to_all(sent, h.received, h.recv_splits, h.send_splits, h.group)
         # Zero rows quantize to zero codes and zero scale bytes in every format (spec.md
         # section 2, 3), so zero padding equals the fused pad of quantize.
-        out_data = received.new_zeros((h.rows, code_bytes))
-        out_data.index_copy_(0, h.dst, received[:, :code_bytes])
-        out_scales = received.new_zeros((h.rows, received.shape[1] - code_bytes))
-        out_scales.index_copy_(0, h.dst, received[:, code_bytes:])
+        out_data = _place(received[:, :code_bytes], h)
+        out_scales = _place(received[:, code_bytes:], h)
         if scale_layout == "blocked":
             ends = h.padded_ends if h.alignment else h.group_ends
             out_scales = _swizzle(out_scales, ends, group_axis="m")
