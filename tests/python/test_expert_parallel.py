@@ -229,6 +229,48 @@ def _check_case(index, case, rank, world, device):
               what + " unweighted combine")
 
 
+class _Linear(torch.autograd.Function):
+    """A stand-in for the grouped GEMM that consumes the dispatched codes: it takes
+    grad_carrier as an input and returns the activation's gradient as its gradient."""
+
+    @staticmethod
+    def forward(ctx, grad_carrier, activation, weight):
+        ctx.save_for_backward(weight)
+        return (activation.float() @ weight.float()).to(BF16)
+
+    @staticmethod
+    def backward(ctx, grad):
+        weight, = ctx.saved_tensors
+        return (grad.float() @ weight.float().t()).to(BF16), None, None
+
+
+def _check_layer(index, case, rank, world, device):
+    """dispatch -> a GEMM Function fed grad_carrier -> combine -> loss: x's gradient equals the
+    reference's pair gradients summed in fp32 by slot."""
+    E = case.local * world
+    T, k, K, H = TOKENS[rank % 4], case.k, case.K, case.H
+    gen = torch.Generator().manual_seed(5000 + 1000 * index + rank)
+    ids = _routing(case.routing, T, k, E, gen).to(device)
+    base = torch.randn(T, K, generator=gen).to(BF16).to(device)
+    weight = (torch.randn(K, H, generator=gen) / K ** 0.5).to(BF16).to(device)
+    w = (torch.rand(T, k, generator=gen) + 0.01).to(device)
+    go = torch.randn(T, H, generator=gen).to(BF16).to(device)
+    x, x_ref = base.clone().requires_grad_(), base.clone().requires_grad_()
+    amax = _global_amax(base) if case.fmt == "nvfp4" else None
+
+    res = ep.dispatch(x, ids, E, format=case.fmt, scale_layout=case.layout,
+                      alignment=case.alignment, tensor_amax=amax)
+    ref = _reference_dispatch(x_ref, ids, E, case, amax, device)
+    # The GEMM here reads the bf16 rows (what the codes stand for is not the point)
+    y = _Linear.apply(res.grad_carrier, ref.x_pad.detach(), weight)
+    ep.combine(y, res.handle, w).backward(go)
+    y_ref = (ref.x_pad.float() @ weight.float()).to(BF16)
+    _weighted_sum(_reference_pairs(y_ref, ref, T, k, device), w).backward(go)
+    pair_grad = torch.zeros(T * k, K, dtype=BF16, device=device)
+    pair_grad[_index(ref.send, device)] = ref.x_send.grad
+    _same(x.grad, _plain_sum(pair_grad.view(T, k, K)), f"{case} rank {rank}/{world} layer grad")
+
+
 def _synchronisations(fn):
     """How many synchronising CUDA calls fn makes (torch's sync debug mode)."""
     torch.cuda.synchronize()
@@ -274,6 +316,8 @@ def _worker(rank, world, backend, init_file):
     try:
         for index, case in enumerate(CASES):
             _check_case(index, case, rank, world, device)
+        for index in (0, 4):
+            _check_layer(index, CASES[index], rank, world, device)
         if backend == "nccl":
             _check_host_syncs(rank, world, device)
     finally:
