@@ -115,7 +115,7 @@ def _plan(topk_ids, num_experts, alignment, group):
     block_base = starts.repeat(world) + earlier_sources - block_first
     block_of_row = torch.repeat_interleave(torch.arange(world * G, device=device), block_rows,
                                            output_size=received)  # output_size: no host sync
-    dst = torch.arange(received, device=device) + block_base[block_of_row]
+    dst = torch.arange(received, device=device) + block_base.index_select(0, block_of_row)
     # The rows no token lands on (rows - received of them, a count the host knows): zeroed
     # alone rather than the whole output.
     is_real = torch.zeros(rows, dtype=torch.uint8, device=device).index_fill_(0, dst, 1)
@@ -123,8 +123,7 @@ def _plan(topk_ids, num_experts, alignment, group):
     return DispatchHandle(
         group=group, num_tokens=T, topk=k, num_local_experts=G, alignment=alignment,
         send_splits=send_splits, recv_splits=recv_splits, order=order, dst=dst, padding=padding,
-        rows=rows,
-        received=received, tokens_per_expert=tokens_per_expert,
+        rows=rows, received=received, tokens_per_expert=tokens_per_expert,
         group_ends=group_ends.to(torch.int32),
         padded_starts=starts.to(torch.int32) if alignment else None,
         padded_ends=padded_ends.to(torch.int32) if alignment else None)
