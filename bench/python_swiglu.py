@@ -5,9 +5,9 @@ then mxq.quantize).
     python3 bench/python_swiglu.py
 
 Each case is timed as triton.testing.do_bench times it (L2 flushed between calls, eager, median):
-µs, GB/s of the bytes the op must move (h (and dA) read, the quantized outputs written; the bf16
-activation or gradient the op also writes is not counted), and the ratio of the copy's time to
-the op's (1.0 = copy speed).
+µs, GB/s of the bytes the op must move (h (and dA) read, the quantized outputs written; the ops
+run without keep_activation / keep_grad_input, so they write no bf16 copy), and the ratio of the
+copy's time to the op's (1.0 = copy speed).
 """
 import argparse
 

@@ -46,6 +46,11 @@ Status unpad(const UnpadArgs& args);
 Status swizzle(const SwizzleArgs& args);
 Status unswizzle(const SwizzleArgs& args, uint8_t* linear_out);
 Status validate_group_ends(const TokenGroups& groups, int64_t M, void* stream);
-Status swiglu_forward(const SwigluArgs& args, void* out);
-Status swiglu_backward(const SwigluBackwardArgs& args, void* out);
+// SwiGLU with its quantize `q`, whose input is the computed tensor (a, or dh) at the caller's
+// buffer (data null when the caller keeps no copy).
+Status swiglu_quantize(const SwigluArgs& args, const QuantizeArgs& q, const QuantizeSizes& sizes);
+Status swiglu_backward_quantize(const SwigluBackwardArgs& args, const QuantizeArgs& q, const QuantizeSizes& sizes);
+// Whether those quantize the tensor as they compute it (no buffer needed): swiglu_needs_computed's rule.
+bool swiglu_in_one_pass(const QuantizeParams& params, const float* tensor_amax, const float* amax_out,
+                        const TensorView& h, const TensorView* grad, const float* weights);
 }  // namespace mxq::cuda

@@ -37,8 +37,8 @@ struct SwigluArgs {
   QuantizeGroups groups;
   const float* tensor_amax = nullptr;  // nvfp4: optional amax of a, as QuantizeArgs::tensor_amax
   QuantizeOutputs out;                 // the outputs of quantizing a (M, F)
-  // Optional (M, F) contiguous in h's dtype: a itself. The cuda backend requires it for now (its
-  // kernels write a, then quantize it).
+  // Optional (M, F) contiguous in h's dtype: a itself. Needed only where swiglu_needs_computed
+  // says so (the cuda backend then writes a, and quantizes it).
   void* activation = nullptr;
   Backend backend = Backend::auto_;
   void* stream = nullptr;
@@ -57,7 +57,7 @@ struct SwigluBackwardArgs {
   QuantizeGroups groups;
   const float* tensor_amax = nullptr;
   QuantizeOutputs out;  // the outputs of quantizing dh (M, 2F)
-  // Optional (M, 2F) contiguous in h's dtype: dh itself. Required by the cuda backend for now.
+  // Optional (M, 2F) contiguous in h's dtype: dh itself; needed where swiglu_needs_computed says so.
   void* grad_input = nullptr;
   float* grad_weights = nullptr;  // [M], required with weights: sum over f of dA * swiglu (fp32)
   Backend backend = Backend::auto_;
@@ -66,5 +66,12 @@ struct SwigluBackwardArgs {
 
 Status swiglu_backward_quantize_sizes(const SwigluBackwardArgs& args, QuantizeSizes* sizes);
 Status swiglu_backward_quantize(const SwigluBackwardArgs& args);
+
+// Whether a call on `backend` (cpu, cuda or cuda_unchecked) needs the computed tensor's buffer (activation or
+// grad_input). The cpu backend never does. The cuda backend quantizes the tensor as it computes it,
+// with no buffer, for bf16 / fp16 h (and dA of h's dtype) without out.amax and, for nvfp4, with
+// tensor_amax given; any other call writes the tensor to the buffer, then quantizes it.
+bool swiglu_needs_computed(const SwigluArgs& args, Backend backend);
+bool swiglu_needs_computed(const SwigluBackwardArgs& args, Backend backend);
 
 }  // namespace mxq

@@ -319,7 +319,7 @@ std::vector<Tensor> swiglu_common(const char* op, Args& a, const Input& in, cons
                                   c10::string_view format, c10::string_view direction, c10::string_view scale_rule,
                                   c10::string_view scale_layout, const OptTensor& group_ends, int64_t pad_rowwise,
                                   int64_t pad_colwise, const OptTensor& tensor_amax, const OptTensor& weights,
-                                  Tensor* computed, Tensor* weights_arg) {
+                                  bool keep_computed, Tensor* computed, Tensor* weights_arg) {
   TORCH_CHECK_VALUE(!in.batched, op, ": h must be 2-D (M, 2F)");
   a.params = parse_params(op, format, direction, scale_rule, scale_layout);
   const auto [ends, G] = group_ends_arg(op, group_ends, in.x);
@@ -346,18 +346,21 @@ std::vector<Tensor> swiglu_common(const char* op, Args& a, const Input& in, cons
   std::vector<Tensor> outs;
   outs.reserve(10);
   a.out = quantize_outputs(op, a.params, sizes, s, in.x, outs);
-  *computed = new_output(Shape{in.view.rows, cols}, in.x.scalar_type(), in.x);
   a.backend = exec.backend;
   a.stream = exec.stream;
+  // The computed tensor: when the caller keeps it, or where the backend needs it to quantize.
+  if (keep_computed || mxq::swiglu_needs_computed(a, exec.backend))
+    *computed = new_output(Shape{in.view.rows, cols}, in.x.scalar_type(), in.x);
   return outs;
 }
 
-// The quantize outputs of a = swiglu(h) the call produces (quantize_outputs' order), then a.
+// The quantize outputs of a = swiglu(h) the call produces (quantize_outputs' order), then a when
+// kept.
 std::vector<Tensor> swiglu_quantize(const Tensor& h, c10::string_view format, c10::string_view direction,
                                     c10::string_view scale_rule, c10::string_view scale_layout,
                                     const OptTensor& group_ends, int64_t pad_rowwise, int64_t pad_colwise,
                                     const OptTensor& tensor_amax, const OptTensor& weights, c10::string_view variant,
-                                    c10::string_view layout, double alpha, double limit) {
+                                    c10::string_view layout, double alpha, double limit, bool keep_computed) {
   const char* op = "swiglu_quantize";
   mxq::SwigluArgs a;
   a.swiglu = parse_swiglu(op, variant, layout, alpha, limit);
@@ -366,20 +369,22 @@ std::vector<Tensor> swiglu_quantize(const Tensor& h, c10::string_view format, c1
   Tensor act, w;
   std::vector<Tensor> outs =
       swiglu_common(op, a, in, exec, in.view.cols / 2, format, direction, scale_rule, scale_layout, group_ends,
-                    pad_rowwise, pad_colwise, tensor_amax, weights, &act, &w);
-  a.activation = act.data_ptr();
+                    pad_rowwise, pad_colwise, tensor_amax, weights, keep_computed, &act, &w);
+  a.activation = act.defined() ? act.data_ptr() : nullptr;
   check(mxq::swiglu_quantize(a));
-  outs.push_back(act);
+  if (keep_computed) outs.push_back(act);
   return outs;
 }
 
-// The quantize outputs of dh the call produces, then dh, then the weights' gradient with weights.
+// The quantize outputs of dh the call produces, then dh when kept, then the weights' gradient with
+// weights.
 std::vector<Tensor> swiglu_backward_quantize(const Tensor& grad, const Tensor& h, c10::string_view format,
                                              c10::string_view direction, c10::string_view scale_rule,
                                              c10::string_view scale_layout, const OptTensor& group_ends,
                                              int64_t pad_rowwise, int64_t pad_colwise, const OptTensor& tensor_amax,
                                              const OptTensor& weights, c10::string_view variant,
-                                             c10::string_view layout, double alpha, double limit) {
+                                             c10::string_view layout, double alpha, double limit,
+                                             bool keep_computed) {
   const char* op = "swiglu_backward_quantize";
   mxq::SwigluBackwardArgs a;
   a.swiglu = parse_swiglu(op, variant, layout, alpha, limit);
@@ -390,15 +395,16 @@ std::vector<Tensor> swiglu_backward_quantize(const Tensor& grad, const Tensor& h
   a.grad = g.view;
   Tensor dh, w;
   std::vector<Tensor> outs = swiglu_common(op, a, in, exec, in.view.cols, format, direction, scale_rule, scale_layout,
-                                           group_ends, pad_rowwise, pad_colwise, tensor_amax, weights, &dh, &w);
-  a.grad_input = dh.data_ptr();
+                                           group_ends, pad_rowwise, pad_colwise, tensor_amax, weights,
+                                           keep_computed, &dh, &w);
+  a.grad_input = dh.defined() ? dh.data_ptr() : nullptr;
   Tensor gw;
   if (w.defined()) {
     gw = new_output(Shape{in.view.rows}, at::kFloat, in.x);
     a.grad_weights = gw.data_ptr<float>();
   }
   check(mxq::swiglu_backward_quantize(a));
-  outs.push_back(dh);
+  if (keep_computed) outs.push_back(dh);
   if (gw.defined()) outs.push_back(gw);
   return outs;
 }
@@ -588,11 +594,11 @@ TORCH_LIBRARY(mxq, m) {
   m.def(
       "swiglu_quantize(Tensor h, str format, str direction, str scale_rule, str scale_layout, Tensor? group_ends, "
       "int pad_rowwise, int pad_colwise, Tensor? tensor_amax, Tensor? weights, str variant, str layout, "
-      "float alpha, float limit) -> Tensor[]");
+      "float alpha, float limit, bool keep_computed=False) -> Tensor[]");
   m.def(
       "swiglu_backward_quantize(Tensor grad, Tensor h, str format, str direction, str scale_rule, str scale_layout, "
       "Tensor? group_ends, int pad_rowwise, int pad_colwise, Tensor? tensor_amax, Tensor? weights, str variant, "
-      "str layout, float alpha, float limit) -> Tensor[]");
+      "str layout, float alpha, float limit, bool keep_computed=False) -> Tensor[]");
   m.def("tensor_amax(Tensor x) -> Tensor");
   m.def("pad(Tensor x, Tensor group_ends, int alignment, bool with_amax) -> (Tensor, Tensor, Tensor, Tensor)");
   m.def("unpad(Tensor x, Tensor group_ends, int alignment, SymInt rows, bool with_amax) -> (Tensor, Tensor)");

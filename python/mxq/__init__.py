@@ -123,15 +123,16 @@ def dequantize(data, scales, shape, format="mxfp8", direction="rowwise", scale_r
 def swiglu_quantize(h, format="mxfp8", direction="rowwise", scale_rule="rceil",
                     scale_layout="blocked", group_ends=None, pad_rowwise=0, pad_colwise=0,
                     tensor_amax=None, weights=None, variant="silu", layout="concatenated",
-                    alpha=1.702, limit=7.0):
+                    alpha=1.702, limit=7.0, keep_activation=False):
     """SwiGLU of h (M, 2F), quantized: a = swiglu(gate, up) [* weights] (M, F), in h's dtype,
     quantized exactly as quantize(a, ...) with the same arguments would (docs/spec.md section 8).
     variant: "silu" (silu(gate) * up) or "clamped" (gpt-oss: (clamp(up, -limit, limit) + 1) *
     g * sigmoid(alpha * g), g = min(gate, limit)). layout: "concatenated" ([gate | up]) or
     "interleaved" (gate in even, up in odd columns). weights: optional float32 (M,), one per row
-    (the router probability). Returns (QuantizeResult, a)."""
+    (the router probability). keep_activation: also return a itself (one more write of M x F).
+    Returns (QuantizeResult, a or None)."""
     args = (format, direction, scale_rule, scale_layout, group_ends, pad_rowwise, pad_colwise,
-            tensor_amax, weights, variant, layout, alpha, limit)
+            tensor_amax, weights, variant, layout, alpha, limit, keep_activation)
     if _is_numpy(h):
         outs = _core.swiglu_quantize(_np_mod().ADAPTER, h, *args)
     else:
@@ -142,12 +143,13 @@ def swiglu_quantize(h, format="mxfp8", direction="rowwise", scale_rule="rceil",
 def swiglu_backward_quantize(grad, h, format="mxfp8", direction="rowwise", scale_rule="rceil",
                              scale_layout="blocked", group_ends=None, pad_rowwise=0, pad_colwise=0,
                              tensor_amax=None, weights=None, variant="silu",
-                             layout="concatenated", alpha=1.702, limit=7.0):
+                             layout="concatenated", alpha=1.702, limit=7.0, keep_grad_input=False):
     """The backward of swiglu_quantize: from dA = grad (M, F) and h, dh (M, 2F) in h's layout and
     dtype, quantized as quantize(dh, ...) would; with weights also their gradient, float32 (M,):
-    sum over f of dA * swiglu(gate, up). Returns (QuantizeResult, dh, grad_weights or None)."""
+    sum over f of dA * swiglu(gate, up). keep_grad_input: also return dh itself. Returns
+    (QuantizeResult, dh or None, grad_weights or None)."""
     args = (format, direction, scale_rule, scale_layout, group_ends, pad_rowwise, pad_colwise,
-            tensor_amax, weights, variant, layout, alpha, limit)
+            tensor_amax, weights, variant, layout, alpha, limit, keep_grad_input)
     if _is_numpy(h):
         outs = _core.swiglu_backward_quantize(_np_mod().ADAPTER, grad, h, *args)
     else:

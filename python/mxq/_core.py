@@ -98,22 +98,25 @@ def _swiglu_fields(variant, layout, alpha, limit):
 
 
 def swiglu_quantize(A, h, format, direction, scale_rule, scale_layout, group_ends, pad_rowwise,
-                    pad_colwise, tensor_amax, weights, variant, layout, alpha, limit):
-    """quantize's 8 outputs of a = swiglu(h) (M, F), and a itself in h's dtype."""
+                    pad_colwise, tensor_amax, weights, variant, layout, alpha, limit, keep):
+    """quantize's 8 outputs of a = swiglu(h) (M, F), and a itself in h's dtype (keep) or None."""
     return _swiglu(A, None, h, format, direction, scale_rule, scale_layout, group_ends,
-                   pad_rowwise, pad_colwise, tensor_amax, weights, variant, layout, alpha, limit)
+                   pad_rowwise, pad_colwise, tensor_amax, weights, variant, layout, alpha, limit,
+                   keep)
 
 
 def swiglu_backward_quantize(A, grad, h, format, direction, scale_rule, scale_layout, group_ends,
                              pad_rowwise, pad_colwise, tensor_amax, weights, variant, layout,
-                             alpha, limit):
-    """quantize's 8 outputs of dh (M, 2F), dh itself and the weights' gradient (None without)."""
+                             alpha, limit, keep):
+    """quantize's 8 outputs of dh (M, 2F), dh itself (keep) or None, and the weights' gradient
+    (None without)."""
     return _swiglu(A, grad, h, format, direction, scale_rule, scale_layout, group_ends,
-                   pad_rowwise, pad_colwise, tensor_amax, weights, variant, layout, alpha, limit)
+                   pad_rowwise, pad_colwise, tensor_amax, weights, variant, layout, alpha, limit,
+                   keep)
 
 
 def _swiglu(A, grad, h, format, direction, scale_rule, scale_layout, group_ends, pad_rowwise,
-            pad_colwise, tensor_amax, weights, variant, layout, alpha, limit):
+            pad_colwise, tensor_amax, weights, variant, layout, alpha, limit, keep):
     lib = library()
     fmt = _enum(_abi.FORMAT, "format", format)
     rule = _enum(_abi.RULE, "scale_rule", scale_rule)
@@ -154,7 +157,7 @@ def _swiglu(A, grad, h, format, direction, scale_rule, scale_layout, group_ends,
     lib.check(size_fn(fill((None,) * 8, None, None), sizes))
     _expect(shapes, sizes)
     outs = tuple(A.empty(s, k, h) if s is not None else None for s, k in zip(shapes, keys))
-    computed = A.empty((M, cols), "same", h)
+    computed = A.empty((M, cols), "same", h) if keep else None  # the cpu backend needs no buffer
     grad_weights = A.empty((M,), "f32", h) if (grad is not None and w is not None) else None
     lib.check(run_fn(fill(outs, computed, grad_weights)))
     return outs + (computed, grad_weights)

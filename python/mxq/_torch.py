@@ -93,18 +93,18 @@ def _fake_quantized(format, direction, scale_layout, like, M, cols, group_ends, 
 
 @torch.library.register_fake("mxq::swiglu_quantize")
 def _(h, format, direction, scale_rule, scale_layout, group_ends, pad_rowwise, pad_colwise,
-      tensor_amax, weights, variant, layout, alpha, limit):
+      tensor_amax, weights, variant, layout, alpha, limit, keep_computed=False):
     M, F = h.shape[0], h.shape[1] // 2
     return _fake_quantized(format, direction, scale_layout, h, M, F, group_ends, pad_rowwise,
-                           pad_colwise) + [h.new_empty((M, F))]
+                           pad_colwise) + ([h.new_empty((M, F))] if keep_computed else [])
 
 
 @torch.library.register_fake("mxq::swiglu_backward_quantize")
 def _(grad, h, format, direction, scale_rule, scale_layout, group_ends, pad_rowwise, pad_colwise,
-      tensor_amax, weights, variant, layout, alpha, limit):
+      tensor_amax, weights, variant, layout, alpha, limit, keep_computed=False):
     M, K = h.shape[0], h.shape[1]
     outs = _fake_quantized(format, direction, scale_layout, h, M, K, group_ends, pad_rowwise,
-                           pad_colwise) + [h.new_empty((M, K))]
+                           pad_colwise) + ([h.new_empty((M, K))] if keep_computed else [])
     if weights is not None:
         outs.append(h.new_empty((M,), dtype=torch.float32))
     return outs
@@ -203,28 +203,31 @@ def _placed(format, direction, pads, outs):
 
 
 def swiglu_quantize(h, format, direction, scale_rule, scale_layout, group_ends, pad_rowwise,
-                    pad_colwise, tensor_amax, weights, variant, layout, alpha, limit):
+                    pad_colwise, tensor_amax, weights, variant, layout, alpha, limit, keep):
     try:
         outs = _swiglu_quantize(h, format, direction, scale_rule, scale_layout,
                                 as_group_ends(group_ends, h), pad_rowwise, pad_colwise,
-                                tensor_amax, weights, variant, layout, alpha, limit)
+                                tensor_amax, weights, variant, layout, alpha, limit, keep)
     except (ValueError, NotImplementedError, RuntimeError) as e:
         _raise(e)
-    return _placed(format, direction, bool(pad_rowwise or pad_colwise), outs[:-1]) + [outs[-1]]
+    n = len(outs) - (1 if keep else 0)
+    return _placed(format, direction, bool(pad_rowwise or pad_colwise), outs[:n]) + [
+        outs[n] if keep else None]
 
 
 def swiglu_backward_quantize(grad, h, format, direction, scale_rule, scale_layout, group_ends,
                              pad_rowwise, pad_colwise, tensor_amax, weights, variant, layout,
-                             alpha, limit):
+                             alpha, limit, keep):
     try:
         outs = _swiglu_backward_quantize(grad, h, format, direction, scale_rule, scale_layout,
                                          as_group_ends(group_ends, h), pad_rowwise, pad_colwise,
-                                         tensor_amax, weights, variant, layout, alpha, limit)
+                                         tensor_amax, weights, variant, layout, alpha, limit, keep)
     except (ValueError, NotImplementedError, RuntimeError) as e:
         _raise(e)
-    n = len(outs) - (2 if weights is not None else 1)
-    extra = list(outs[n:]) + ([None] if weights is None else [])
-    return _placed(format, direction, bool(pad_rowwise or pad_colwise), outs[:n]) + extra
+    n = len(outs) - (1 if weights is not None else 0) - (1 if keep else 0)
+    dh = outs[n] if keep else None
+    dw = outs[-1] if weights is not None else None
+    return _placed(format, direction, bool(pad_rowwise or pad_colwise), outs[:n]) + [dh, dw]
 
 
 def dequantize(data, scales, shape, format, direction, scale_rule, scale_layout, group_ends,

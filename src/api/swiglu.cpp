@@ -136,8 +136,9 @@ const TensorView* grad_of(const SwigluBackwardArgs& a) { return &a.grad; }
 float* grad_weights_of(const SwigluArgs&) { return nullptr; }
 float* grad_weights_of(const SwigluBackwardArgs& a) { return a.grad_weights; }
 
-// Validated args: the computed tensor by the backend into `computed` (the caller's buffer, or
-// host memory of the reference's own), then quantize of it on the same backend.
+// Validated args: the reference computes the tensor into the caller's buffer, or host memory of its
+// own, then quantizes it; the cuda backend quantizes it as it computes it where it can
+// (src/cuda/swiglu).
 template <class Args>
 Status run_swiglu(const char* op, const Args& args, const QuantizeSizes& s) {
   const TensorView& h = args.input;
@@ -171,15 +172,11 @@ Status run_swiglu(const char* op, const Args& args, const QuantizeSizes& s) {
   constexpr bool kForward = std::is_same_v<Args, SwigluArgs>;
 #ifdef MXQ_WITH_CUDA
   if (b == Backend::cuda) {
-    if (q.input.data == nullptr && h.rows * cols > 0)
-      return api::fail(Code::unsupported, op, "the cuda backend needs ", computed_name(args), " (an (M, ", cols,
-                       ") buffer in the input's dtype): it writes that tensor, then quantizes it");
     if constexpr (kForward) {
-      MXQ_TRY(cuda::swiglu_forward(args, computed_buffer(args)));
+      return cuda::swiglu_quantize(args, q, s);
     } else {
-      MXQ_TRY(cuda::swiglu_backward(args, computed_buffer(args)));
+      return cuda::swiglu_backward_quantize(args, q, s);
     }
-    return cuda::quantize(q, s);
   }
 #endif
   // The reference computes the tensor into host memory of its own when the caller keeps no copy.
@@ -198,6 +195,30 @@ Status run_swiglu(const char* op, const Args& args, const QuantizeSizes& s) {
 }
 
 }  // namespace
+
+namespace {
+bool on_cuda(Backend b) { return b == Backend::cuda || b == Backend::cuda_unchecked; }
+}  // namespace
+
+bool swiglu_needs_computed(const SwigluArgs& args, Backend backend) {
+#ifdef MXQ_WITH_CUDA
+  return on_cuda(backend) &&
+         !cuda::swiglu_in_one_pass(args.params, args.tensor_amax, args.out.amax, args.input, nullptr, args.weights);
+#else
+  (void)args;
+  return on_cuda(backend);  // a build without CUDA fails such a call whatever is passed
+#endif
+}
+
+bool swiglu_needs_computed(const SwigluBackwardArgs& args, Backend backend) {
+#ifdef MXQ_WITH_CUDA
+  return on_cuda(backend) && !cuda::swiglu_in_one_pass(args.params, args.tensor_amax, args.out.amax, args.input,
+                                                       &args.grad, args.weights);
+#else
+  (void)args;
+  return on_cuda(backend);
+#endif
+}
 
 Status swiglu_quantize(const SwigluArgs& args) {
   const char* op = "swiglu_quantize";

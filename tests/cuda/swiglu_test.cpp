@@ -2,7 +2,8 @@
 // byte: every computed element, every quantized output and the weights' gradient, for every dtype,
 // layout, variant, format and direction, with and without weights, token groups (empty ones
 // included) and fused padding, on random values with special ones (NaN, Inf, huge gates), strided
-// and unaligned inputs; every output byte written (two poison patterns).
+// and unaligned inputs, with and without the computed tensor kept; every output byte written (two
+// poison patterns).
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -48,13 +49,13 @@ DeviceSwiglu run_cuda(const HostTensor& h, const HostTensor* grad, const SwigluR
   if (grad) {
     fill_common(ba);
     ba.grad = dg->view;
-    ba.grad_input = computed.get();
+    ba.grad_input = req.keep_computed ? computed.get() : nullptr;
     ba.grad_weights = grad_weights.size() ? reinterpret_cast<float*>(grad_weights.get()) : nullptr;
     const Status st = swiglu_backward_quantize_sizes(ba, &s);
     EXPECT_TRUE(st.ok()) << st.message();
   } else {
     fill_common(fa);
-    fa.activation = computed.get();
+    fa.activation = req.keep_computed ? computed.get() : nullptr;
     const Status st = swiglu_quantize_sizes(fa, &s);
     EXPECT_TRUE(st.ok()) << st.message();
   }
@@ -70,7 +71,7 @@ DeviceSwiglu run_cuda(const HostTensor& h, const HostTensor* grad, const SwigluR
       [&] {
         DeviceSwiglu d;
         d.quantized = out.download(s);
-        d.computed = computed.download();
+        if (req.keep_computed) d.computed = computed.download();
         const std::vector<uint8_t> gw = grad_weights.download();
         d.grad_weights.resize(gw.size() / 4);
         if (!gw.empty()) std::memcpy(d.grad_weights.data(), gw.data(), gw.size());
@@ -149,23 +150,36 @@ TEST(SwigluCuda, ForwardAndBackwardMatchTheCpuBackend) {
         req.swiglu.layout = l;
         if (weighted)
           for (int64_t m = 0; m < M; ++m) req.weights.push_back(rng.normal());
+        // 16-bit h quantizes a as it computes it and needs no buffer for it (nvfp4: with the
+        // caller's amax); the other calls need the buffer.
+        const bool fusable = t != DType::fp32 && (c.format != Format::nvfp4 || c.amax_given);
+        req.keep_computed = !fusable || rng.uniform(0, 1) == 1;
+        SCOPED_TRACE(req.keep_computed ? "computed kept" : "computed not kept");
         expect_same(run_swiglu(h, req), run_cuda(h, nullptr, req, offset), c.direction);
         const HostTensor dA = special_tensor(rng, rng.uniform(0, 1) ? t : DType::bf16, 1, M, F, 0.01);
+        req.keep_computed = !(fusable && dA.dtype == t) || rng.uniform(0, 1) == 1;
         expect_same(run_swiglu_backward(dA, h, req), run_cuda(h, &dA, req, offset), c.direction);
       }
 }
 
-TEST(SwigluCuda, NeedsTheComputedBufferAndTakesEmptyInputs) {
-  DeviceBuffer h(64 * 2), data(64), scales(4096);
+TEST(SwigluCuda, Fp32NeedsTheComputedBufferAndEmptyInputsRun) {
+  DeviceBuffer h(64 * 4), data(64), scales(4096);
   SwigluArgs a;
-  a.input = {h.get(), DType::bf16, 1, 1, 64, 0, 0};
+  a.input = {h.get(), DType::fp32, 1, 1, 64, 0, 0};
   a.params.layout = ScaleLayout::linear;
   a.out.row_data = data.get();
   a.out.row_scales = scales.get();
   a.backend = Backend::cuda;
+  EXPECT_TRUE(swiglu_needs_computed(a, Backend::cuda));
+  EXPECT_FALSE(swiglu_needs_computed(a, Backend::cpu));
   const Status s = swiglu_quantize(a);
   EXPECT_EQ(s.code(), Code::unsupported);
   EXPECT_NE(s.message().find("needs activation"), std::string::npos) << s.message();
+  SwigluArgs b = a;  // bf16 h is quantized as it is computed
+  b.input.dtype = DType::bf16;
+  EXPECT_FALSE(swiglu_needs_computed(b, Backend::cuda));
+  b.params.format = Format::nvfp4;  // unless nvfp4 must reduce the amax of a first
+  EXPECT_TRUE(swiglu_needs_computed(b, Backend::cuda));
   a.input.rows = 0;
   EXPECT_TRUE(swiglu_quantize(a).ok());
   EXPECT_EQ(cudaDeviceSynchronize(), cudaSuccess);

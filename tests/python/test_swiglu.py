@@ -41,7 +41,8 @@ def _same(a, b):
 def test_forward_is_quantize_of_the_activation(variant, layout):
     h = _h(77, 96, 1)
     w = rng(2).random(77).astype(np.float32)
-    q, a = mxq.swiglu_quantize(h, weights=w, variant=variant, layout=layout, **QUANT)
+    q, a = mxq.swiglu_quantize(h, weights=w, variant=variant, layout=layout, keep_activation=True,
+                              **QUANT)
     assert a.shape == (77, 96) and a.dtype == np.uint16
     _same(q, mxq.quantize(a, **QUANT))
     gate, up = _halves(h, layout)
@@ -54,7 +55,8 @@ def test_backward_is_quantize_of_the_gradient(variant):
     h = _h(77, 64, 3)
     dA = rng(4).standard_normal((77, 64)).astype(np.float32)
     w = rng(5).random(77).astype(np.float32)
-    q, dh, dw = mxq.swiglu_backward_quantize(dA, h, weights=w, variant=variant, **QUANT)
+    q, dh, dw = mxq.swiglu_backward_quantize(dA, h, weights=w, variant=variant, keep_grad_input=True,
+                                             **QUANT)
     assert dh.shape == (77, 128) and dw.shape == (77,)
     _same(q, mxq.quantize(dh, **QUANT))
     gate, up = _halves(h, "concatenated")
@@ -65,7 +67,7 @@ def test_backward_is_quantize_of_the_gradient(variant):
         want_up = dA * w[:, None] * gate / (1 + np.exp(-gate))
         np.testing.assert_allclose(from_bf16_bits(dh)[:, 64:], want_up, rtol=2 ** -7, atol=1e-5)
     q2, dh2, dw2 = mxq.swiglu_backward_quantize(dA, h, variant=variant, **QUANT)
-    assert dw2 is None
+    assert dw2 is None and dh2 is None
 
 
 def test_errors_name_the_rule():
@@ -79,23 +81,30 @@ def test_errors_name_the_rule():
         mxq.swiglu_quantize(np.zeros((4, 64), np.float32), weights=np.ones(3, np.float32))
 
 
-def test_torch_matches_numpy():
+# nvfp4 without tensor_amax: the cuda backend writes the tensor, then quantizes it; mxfp8: it
+# quantizes as it computes.
+@pytest.mark.parametrize("kw", [
+    dict(format="nvfp4", direction="both", scale_layout="blocked", group_ends=[10, 10, 100],
+         pad_rowwise=128, pad_colwise=128, variant="clamped", layout="interleaved"),
+    dict(format="mxfp8", direction="both", scale_layout="blocked", group_ends=[10, 10, 100],
+         pad_rowwise=32, pad_colwise=32, variant="silu", layout="concatenated")])
+def test_torch_matches_numpy(kw):
     torch = pytest.importorskip("torch")
     from torch_testing import DEVICES  # noqa: F401 - imported for its CUDA detection
     h = _h(130, 64, 6)
     dA = to_bf16_bits(rng(7).standard_normal((130, 64)).astype(np.float32))
     w = rng(8).random(130).astype(np.float32)
-    kw = dict(format="nvfp4", direction="both", scale_layout="blocked", group_ends=[10, 10, 100],
-              pad_rowwise=128, pad_colwise=128, variant="clamped", layout="interleaved")
-    want_f = mxq.swiglu_quantize(h, weights=w, **kw)
-    want_b = mxq.swiglu_backward_quantize(dA, h, weights=w, **kw)
+    want_f = mxq.swiglu_quantize(h, weights=w, keep_activation=True, **kw)
+    want_b = mxq.swiglu_backward_quantize(dA, h, weights=w, keep_grad_input=True, **kw)
     devices = ["cpu"] + (["cuda"] if torch.cuda.is_available() and mxq.cuda_available() else [])
     as_t = lambda a: torch.from_numpy(a.view(np.int16).copy()).view(torch.bfloat16)  # noqa: E731
     for dev in devices:
         th, tdA, tw = as_t(h).to(dev), as_t(dA).to(dev), torch.from_numpy(w).to(dev)
         kw_t = dict(kw, group_ends=torch.tensor(kw["group_ends"], dtype=torch.int32, device=dev))
-        q, a = mxq.swiglu_quantize(th, weights=tw, **kw_t)
-        _same([*want_f[0], want_f[1]], [None if t is None else t.cpu().view(torch.uint8).numpy() for t in [*q, a]])
-        qb, dh, dw = mxq.swiglu_backward_quantize(tdA, th, weights=tw, **kw_t)
-        _same([*want_b[0], want_b[1], want_b[2]],
-              [None if t is None else t.cpu().view(torch.uint8).numpy() for t in [*qb, dh, dw]])
+        as_np = lambda ts: [None if t is None else t.cpu().view(torch.uint8).numpy() for t in ts]  # noqa: E731
+        for keep in (True, False):
+            q, a = mxq.swiglu_quantize(th, weights=tw, keep_activation=keep, **kw_t)
+            assert (a is not None) == keep
+            _same([*want_f[0], want_f[1] if keep else None], as_np([*q, a]))
+            qb, dh, dw = mxq.swiglu_backward_quantize(tdA, th, weights=tw, keep_grad_input=keep, **kw_t)
+            _same([*want_b[0], want_b[1] if keep else None, want_b[2]], as_np([*qb, dh, dw]))

@@ -4,7 +4,7 @@
 // which the tile kernels then read. Token groups go to ../quantize_grouped.
 #include "backend.hpp"
 #include "cuda/quantize_grouped/launcher.hpp"
-#include "cuda/quantize/dispatch.cuh"
+#include "cuda/quantize/launch_plain.cuh"
 #include "cuda/quantize/tensor_scale.hpp"
 #include "cuda/quantize/tuning.hpp"
 
@@ -48,72 +48,47 @@ kernels::quantize::Problem kernels::quantize::make_tile_problem(const QuantizeAr
   return p;
 }
 
-Status quantize(const QuantizeArgs& args, const QuantizeSizes& sizes) {
-  if (args.groups.groups.count > 0) return quantize_grouped(args, sizes);
+Status kernels::quantize::prepare_plain(const QuantizeArgs& args, PlainLaunch* l) {
   const TensorView& t = args.input;
-  kernels::quantize::Problem p =
-      kernels::quantize::make_tile_problem(args, t.rows, num::ceil_div(t.rows, num::format_block(args.params.format)));
-  const int64_t tiles = p.batch * p.tiles_m * p.tiles_k;
-  if (tiles > 0x7FFFFFFF) return Status::error(Code::unsupported, "quantize: more than 2^31 - 1 tiles");
-  const cudaStream_t stream = as_stream(args.stream);
-  kernels::quantize::Facts facts;
+  Problem& p = l->p;
+  p = make_tile_problem(args, t.rows, num::ceil_div(t.rows, num::format_block(args.params.format)));
+  l->tiles = p.batch * p.tiles_m * p.tiles_k;
+  if (l->tiles > 0x7FFFFFFF) return Status::error(Code::unsupported, "quantize: more than 2^31 - 1 tiles");
+  l->format = args.params.format;
+  l->rule = args.params.rule;
+  l->direction = args.params.direction;
+  l->stream = as_stream(args.stream);
+  Facts facts;
   facts.nvfp4 = args.params.format == Format::nvfp4;
-  facts.tiles = tiles;
-  facts.scales_from_given_amax = kernels::quantize::tensor_scales_from_given_amax(args);
+  facts.tiles = l->tiles;
+  facts.scales_from_given_amax = tensor_scales_from_given_amax(args);
   facts.amax_out_with_given_amax = args.out.amax != nullptr && args.tensor_amax != nullptr;
-  const kernels::quantize::Choice choice = kernels::quantize::choose_kernel(facts);
-  const bool derive = choice.derive_tensor_scales, amax_in_tiles = choice.amax_in_tiles;
-  if (derive) {
+  const Choice choice = choose_kernel(facts);
+  l->derive = choice.derive_tensor_scales;
+  l->amax_in_tiles = choice.amax_in_tiles;
+  if (l->derive) {
     p.amax = args.tensor_amax;
   } else {
-    const Status scales = kernels::quantize::write_tensor_scales_and_amax(args, stream, amax_in_tiles);
+    const Status scales = write_tensor_scales_and_amax(args, l->stream, l->amax_in_tiles);
     if (!scales.ok()) return scales;
   }
-  if (tiles == 0) return {};
-  if (amax_in_tiles) {
+  if (l->tiles == 0) return {};
+  if (l->amax_in_tiles) {
     p.amax_out = reinterpret_cast<uint32_t*>(args.out.amax);
-    const Status cleared =
-        cuda_status("quantize", cudaMemsetAsync(p.amax_out, 0, static_cast<size_t>(p.batch) * sizeof(float), stream));
+    const Status cleared = cuda_status(
+        "quantize", cudaMemsetAsync(p.amax_out, 0, static_cast<size_t>(p.batch) * sizeof(float), l->stream));
     if (!cleared.ok()) return cleared;
   }
   p.batch_tiles = FastDiv(static_cast<uint32_t>(p.tiles_m * p.tiles_k));
-  return kernels::quantize::dispatch_tile_types(
-      t.dtype, args.params.format, args.params.rule, [&](auto in, auto fmt, auto rule) {
-        return kernels::quantize::dispatch_directions(args.params.direction, [&](auto row, auto col) {
-          using In = decltype(in);
-          using Fmt = decltype(fmt);
-          constexpr bool kRow = decltype(row)::value, kCol = decltype(col)::value;
-          p.order = kernels::quantize::TileOrder(
-              static_cast<uint32_t>(p.tiles_m), static_cast<uint32_t>(p.tiles_k),
-              kernels::quantize::tile_order_band<kernels::quantize::TileTraits<In, Fmt>, kRow, kCol>(p.tiles_k));
-          constexpr ScaleRule kRule = decltype(rule)::value;
-          using Options = kernels::quantize::TileOptions;
-          auto kernel = kernels::quantize::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule>;
-          if constexpr (Fmt::nv) {
-            const unsigned options =
-                (derive ? Options::derive_tensor_scales : 0u) | (amax_in_tiles ? Options::amax_out : 0u);
-            switch (options) {
-              case Options::derive_tensor_scales:
-                kernel =
-                    kernels::quantize::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule, Options::derive_tensor_scales>;
-                break;
-              case Options::amax_out:
-                kernel = kernels::quantize::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule, Options::amax_out>;
-                break;
-              case Options::derive_tensor_scales | Options::amax_out:
-                kernel = kernels::quantize::quantize_tile_kernel<In, Fmt, kRow, kCol, kRule,
-                                                                 Options::derive_tensor_scales | Options::amax_out>;
-                break;
-              default: break;
-            }
-          }
-          const size_t smem = kernels::quantize::tile_dynamic_smem<kernels::quantize::TileTraits<In, Fmt>, kCol>();
-          const Status st = kernels::quantize::allow_dynamic_smem(kernel, smem);
-          if (!st.ok()) return st;
-          kernel<<<static_cast<unsigned>(tiles), kernels::quantize::kThreads, smem, stream>>>(p);
-          return launch_status("quantize");
-        });
-      });
+  return {};
+}
+
+Status quantize(const QuantizeArgs& args, const QuantizeSizes& sizes) {
+  if (args.groups.groups.count > 0) return quantize_grouped(args, sizes);
+  kernels::quantize::PlainLaunch l;
+  const Status prepared = kernels::quantize::prepare_plain(args, &l);
+  if (!prepared.ok() || l.tiles == 0) return prepared;
+  return dispatch_input(args.input.dtype, [&](auto in) { return kernels::quantize::launch_plain<decltype(in)>(l); });
 }
 
 }  // namespace mxq::cuda

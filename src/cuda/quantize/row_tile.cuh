@@ -12,12 +12,12 @@ namespace mxq::cuda::kernels::quantize {
 // its amax reuses them (integer max of the 16-bit halves, three words per instruction) instead
 // of computing max_abs_16x2 beside them.
 template <class In, class Fmt>
-constexpr bool kRowMagnitudesShared = std::is_same<In, Bf16In>::value&& Fmt::Elem::bits == 4 && !Fmt::nv;
+constexpr bool kRowMagnitudesShared = std::is_same<typename In::Plain, Bf16In>::value&& Fmt::Elem::bits == 4 && !Fmt::nv;
 
 // fp16 -> MX fp4 rowwise codes from the chunk's words (encode_codes_mxfp4_pairs). bf16 keeps the
 // fp32 widenings, which the compiler sees through (round_to_odd_bf16x2<true> of shifted words).
 template <class In, class Fmt>
-constexpr bool kRowFp16Pairs = std::is_same<In, Fp16In>::value&& kMxfp4Pairs<In, Fmt>;
+constexpr bool kRowFp16Pairs = std::is_same<typename In::Plain, Fp16In>::value&& kMxfp4Pairs<In, Fmt>;
 
 // Partial amax of one 16-byte chunk. 16-bit inputs: each half's largest magnitude, sign bits
 // noise (max_abs_16x2 of its words); fp32: the largest abs_bits. Partials of one block combine

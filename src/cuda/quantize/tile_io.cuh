@@ -62,14 +62,24 @@ __device__ __forceinline__ Raw load_element(const Raw* p, bool aligned) {
   return r;
 }
 
+// A computed input's chunk at row m, column k, for the edge tiles' paths: a call, not inlined, as
+// each inlined copy of the computation multiplied the kernels' code (and their compile time).
+template <class T>
+__device__ __noinline__ uint4 computed_chunk(const typename T::Input::View v, bool vec, int64_t m, int64_t k) {
+  using In = typename T::Input;
+  return vec && k + T::vec <= v.K ? In::compute(v, m, k, In::load(v, m, k)) : In::compute_guarded(v, m, k);
+}
+
 // The 16 bytes of input (T::vec elements) at tile row `row`, column k of the tile's batch;
 // elements outside the tile's input rows or the tensor read as zeros. For tiles that are not full
-// or not 16-byte aligned.
+// or not 16-byte aligned. A computed input produces them (In::compute, In::compute_guarded).
 template <class T>
 __device__ __forceinline__ uint4 load_chunk_guarded(const Problem& p, const TileCoord& c, const typename T::Raw* in,
                                                     int row, int64_t k) {
   using Raw = typename T::Raw;
+  using In = typename T::Input;
   if (row >= c.in_rows) return make_uint4(0, 0, 0, 0);
+  if constexpr (In::computed) return computed_chunk<T>(In::view(p), p.vec_in, c.m0 + row, k);
   const Raw* src = in + (c.m0 + row) * p.row_stride + k;
   if (p.vec_in && k + T::vec <= p.K) return __ldg(reinterpret_cast<const uint4*>(src));
   Raw v[T::vec];
@@ -104,6 +114,26 @@ __device__ __forceinline__ void cp_async_wait_pending(int n) {
   }
 }
 
+// A computed input's chunks of a full tile for passes 0..kPasses-1 (rows m0 + i * rows_per_pass,
+// column k), handed to put(i, chunk): In::loads_in_flight passes' loads are issued before the
+// first is computed.
+template <class T, int kPasses, class Put>
+__device__ __forceinline__ void compute_passes(const Problem& p, int64_t m0, int64_t k, Put&& put) {
+  using In = typename T::Input;
+  constexpr int kGroup = In::loads_in_flight;
+  const typename In::View v = In::view(p);
+#pragma unroll
+  for (int g = 0; g < kPasses; g += kGroup) {
+    typename In::Loaded loaded[kGroup];
+#pragma unroll
+    for (int j = 0; j < kGroup; ++j)
+      if (g + j < kPasses) loaded[j] = In::load(v, m0 + (g + j) * T::rows_per_pass, k);
+#pragma unroll
+    for (int j = 0; j < kGroup; ++j)
+      if (g + j < kPasses) put(g + j, In::compute(v, m0 + (g + j) * T::rows_per_pass, k, loaded[j]));
+  }
+}
+
 // Loads this thread's chunks of the tile into registers (row0 + i * rows_per_pass, chunk).
 template <class T>
 __device__ __forceinline__ void load_tile_regs(const Problem& p, const TileCoord& c, int chunk, int row0,
@@ -111,7 +141,12 @@ __device__ __forceinline__ void load_tile_regs(const Problem& p, const TileCoord
   using Raw = typename T::Raw;
   const Raw* in = static_cast<const Raw*>(p.in) + c.b * p.batch_stride;
   const int64_t k = c.k0 + chunk * T::vec;
-  if (in_full(c) && p.vec_in) {
+  if constexpr (T::Input::computed) {
+    if (in_full(c) && p.vec_in) {
+      compute_passes<T, T::passes>(p, c.m0 + row0, k, [&](int i, uint4 v) { regs[i] = v; });
+      return;
+    }
+  } else if (in_full(c) && p.vec_in) {
     // One address computation, then a constant stride: per load, a 64-bit multiply chain and a
     // branch to the guarded path cost about as many instructions as the load's codes.
     const Raw* src = in + (c.m0 + row0) * p.row_stride + k;
@@ -135,7 +170,8 @@ struct NoWork {
 // that many commit groups of consecutive passes (the caller may wait for them one at a time with
 // cp_async_wait_pending). kFetch256: cp_async_16's L2 prefetch hint. kRows: rows staged (the
 // grouped colwise windows stage more than a tile). while_copying() runs after the copies are
-// issued, before the wait.
+// issued, before the wait. A computed input's chunks are produced in registers and stored: there
+// are no copies, and the caller's waits for them return at once.
 template <class T, bool kWait = true, bool kFetch256 = false, int kCommits = 1, int kRows = kTileRows,
           class Work = NoWork>
 __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c, int chunk, int row0, uint4* staged,
@@ -150,7 +186,20 @@ __device__ __forceinline__ void stage_tile(const Problem& p, const TileCoord& c,
   const int in_rows = c.in_rows;
   const Raw* src = in + (c.m0 + row0) * p.row_stride + k;  // pass i reads src + i * pass_stride
   const int64_t pass_stride = T::rows_per_pass * p.row_stride;
-  if (in_full<kRows>(c) && p.vec_in) {
+  if constexpr (T::Input::computed) {  // produced in registers, stored to shared memory
+    if (in_full<kRows>(c) && p.vec_in) {
+      compute_passes<T, kPasses>(p, c.m0 + row0, k, [&](int i, uint4 v) {
+        staged[(row0 + i * T::rows_per_pass) * T::chunks_per_row + chunk] = v;
+      });
+    } else {
+#pragma unroll 1
+      for (int i = 0; i < kPasses; ++i) {
+        const int row = row0 + i * T::rows_per_pass;
+        staged[row * T::chunks_per_row + chunk] = load_chunk_guarded<T>(p, c, in, row, k);
+      }
+    }
+    while_copying();
+  } else if (in_full<kRows>(c) && p.vec_in) {
 #pragma unroll
     for (int i = 0; i < kPasses; ++i) {
       const int row = row0 + i * T::rows_per_pass;

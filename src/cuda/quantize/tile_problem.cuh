@@ -3,11 +3,27 @@
 #pragma once
 #include <cstdint>
 
+#include <mxq/numerics/swiglu.hpp>
+
 #include "cuda/common.cuh"
 #include "cuda/quantize/tile_order.hpp"
 #include "cuda/quantize/traits.cuh"
 
 namespace mxq::cuda::kernels::quantize {
+
+// What a computed input (In::computed: ../swiglu/source.cuh) makes its elements from, besides
+// Problem::in, which is then h (M, 2F) with h's row stride: the SwiGLU activation a (M, F) or its
+// gradient dh (M, 2F) are quantized as they are produced, never read back from memory.
+struct SwigluSource {
+  const void* grad = nullptr;      // backward: dA (M, F) in h's dtype
+  int64_t grad_row_stride = 0;     // elements
+  const float* weights = nullptr;  // one per row, or null
+  void* copy = nullptr;            // the computed tensor, contiguous in h's dtype, or null
+  bool copy_vec = false;           // copy: 16-byte stores (aligned, rows of whole 16 bytes)
+  int64_t F = 0;                   // gate (and up) columns
+  bool interleaved = false;        // gate in even, up in odd columns (else [gate | up])
+  num::SwigluRule rule;
+};
 
 struct Problem {
   const void* in = nullptr;
@@ -35,6 +51,7 @@ struct Problem {
   // Fast paths, valid for full tiles only: 16-byte input loads, vector data and scale stores.
   bool vec_in = false, vec_row_out = false, vec_col_out = false, vec_scales = false;
   bool elem_aligned = true;  // the input pointer is aligned to its element size
+  SwigluSource swiglu;       // computed inputs only
 };
 
 // Where one tile reads and writes. Tile rows past in_rows read as zeros (the tail of a tensor or

@@ -44,7 +44,7 @@ struct TileTraits {
   static constexpr int64_t col_out_tile_bytes = int64_t{kTileCols} * col_out_row_bytes;
   // CTAs per SM of the grouped kernels' launch bounds (tuning.hpp).
   static constexpr int min_ctas_per_sm =
-      tile_ctas_per_sm(sizeof(Raw), std::is_same<In, Bf16In>::value, elem_bits, block, true, true);
+      tile_ctas_per_sm(sizeof(Raw), std::is_same<typename In::Plain, Bf16In>::value, elem_bits, block, true, true);
   static_assert(lanes_per_block >= 1 && (lanes_per_block & (lanes_per_block - 1)) == 0,
                 "a rowwise block spans a power-of-two number of lanes of one warp");
   static_assert(scale_cols == col_blocks && scale_cols % 4 == 0 && block_words >= 1,
@@ -61,7 +61,7 @@ constexpr uint32_t tile_order_band(int64_t tiles_k) {
 // The launch bounds' CTAs per SM of the plain tile kernel (tuning.hpp).
 template <class T, bool COL>
 constexpr int min_ctas() {
-  return tile_ctas_per_sm(sizeof(typename T::Raw), std::is_same<typename T::Input, Bf16In>::value, T::elem_bits,
+  return tile_ctas_per_sm(sizeof(typename T::Raw), std::is_same<typename T::Input::Plain, Bf16In>::value, T::elem_bits,
                           T::block, COL, false);
 }
 
@@ -164,7 +164,7 @@ template <class In>
 __device__ __forceinline__ uint32_t max_abs_16x2(uint32_t a, uint32_t b) {
   static_assert(sizeof(typename In::Raw) == 2, "16-bit inputs");
   uint32_t r;
-  if constexpr (std::is_same<In, Bf16In>::value) {
+  if constexpr (std::is_same<typename In::Plain, Bf16In>::value) {
     asm("max.NaN.xorsign.abs.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
   } else {
     asm("max.NaN.xorsign.abs.f16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
@@ -225,7 +225,7 @@ __device__ __forceinline__ uint64_t encode_codes(const float* x, float mult, boo
 // rather than from fp32 widenings: bf16 always, fp16 up to a multiplier of kFp16PairsMaxPow2.
 template <class In, class Fmt>
 constexpr bool kMxfp4Pairs =
-    (std::is_same<In, Bf16In>::value || std::is_same<In, Fp16In>::value) && Fmt::Elem::bits == 4 && !Fmt::nv;
+    (std::is_same<typename In::Plain, Bf16In>::value || std::is_same<typename In::Plain, Fp16In>::value) && Fmt::Elem::bits == 4 && !Fmt::nv;
 
 // encode_codes of N consecutive 16-bit elements of an MX fp4 block given as N / 2 packed pairs
 // (element 2k in the low half of pairs[k]), handed to the encoder's lines without widening (fewer
@@ -235,7 +235,7 @@ constexpr bool kMxfp4Pairs =
 template <class In, class Fmt, int N>
 __device__ __forceinline__ uint64_t encode_codes_mxfp4_pairs(const uint32_t* pairs, float mult, bool poisoned) {
   static_assert(kMxfp4Pairs<In, Fmt> && N % 8 == 0 && N <= 16, "MX fp4 of 16-bit inputs, whole words of eight codes");
-  constexpr bool kFp16 = std::is_same<In, Fp16In>::value;
+  constexpr bool kFp16 = std::is_same<typename In::Plain, Fp16In>::value;
   if (kFp16 && !(mult <= kFp16PairsMaxPow2)) {
     float x[N];
 #pragma unroll

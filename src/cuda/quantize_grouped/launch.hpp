@@ -16,7 +16,12 @@ struct GroupedLaunch {
   cudaStream_t stream = nullptr;
 };
 
-// Launches the kernels of l for input type In (Bf16In, Fp16In or Fp32In).
+// Fills l from validated arguments and writes the nvfp4 tensor scales (and out.amax) before the
+// launch.
+Status prepare_grouped(const QuantizeArgs& args, const QuantizeSizes& sizes, GroupedLaunch* l);
+
+// Launches the kernels of l for input type In (Bf16In, Fp16In or Fp32In here; the computed inputs
+// of ../swiglu instantiate it themselves).
 template <class In>
 Status launch_input(const GroupedLaunch& l);
 

@@ -69,33 +69,35 @@ std::atomic<ColwiseKernel> forced_colwise{ColwiseKernel::automatic};
 void force_colwise_kernel(ColwiseKernel kernel) { forced_colwise.store(kernel); }
 ColwiseKernel forced_colwise_kernel() { return forced_colwise.load(std::memory_order_relaxed); }
 
+Status prepare_grouped(const QuantizeArgs& args, const QuantizeSizes& sizes, GroupedLaunch* l) {
+  const Direction d = args.params.direction;
+  // A padding alignment above 128 on one direction only: the directions need different row tiles
+  // per group, one launch each (the first writes the padded offsets).
+  l->split = d == Direction::both && !directions_share_tiles(args.groups);
+  l->direction = d;
+  l->format = args.params.format;
+  l->rule = args.params.rule;
+  l->first = make_problem(args, sizes);
+  l->second = l->first;
+  const Status shaped = shape_launch(has_rowwise(d), has_colwise(d) && !l->split, &l->first);
+  if (!shaped.ok()) return shaped;
+  if (l->split) {
+    l->second.walk.padded_starts = l->second.walk.padded_ends = nullptr;
+    const Status second_shaped = shape_launch(false, true, &l->second);
+    if (!second_shaped.ok()) return second_shaped;
+  }
+  l->stream = as_stream(args.stream);
+  return kernels::quantize::write_tensor_scales_and_amax(args, l->stream);
+}
+
 }  // namespace mxq::cuda::kernels::quantize_grouped
 
 namespace mxq::cuda {
 
-using namespace kernels::quantize_grouped;  // this file's helpers above
-
 Status quantize_grouped(const QuantizeArgs& args, const QuantizeSizes& sizes) {
-  const Direction d = args.params.direction;
-  // A padding alignment above 128 on one direction only: the directions need different row tiles
-  // per group, one launch each (the first writes the padded offsets).
   kernels::quantize_grouped::GroupedLaunch l;
-  l.split = d == Direction::both && !directions_share_tiles(args.groups);
-  l.direction = d;
-  l.format = args.params.format;
-  l.rule = args.params.rule;
-  l.first = make_problem(args, sizes);
-  l.second = l.first;
-  const Status shaped = shape_launch(has_rowwise(d), has_colwise(d) && !l.split, &l.first);
-  if (!shaped.ok()) return shaped;
-  if (l.split) {
-    l.second.walk.padded_starts = l.second.walk.padded_ends = nullptr;
-    const Status second_shaped = shape_launch(false, true, &l.second);
-    if (!second_shaped.ok()) return second_shaped;
-  }
-  l.stream = as_stream(args.stream);
-  const Status scales = kernels::quantize::write_tensor_scales_and_amax(args, l.stream);
-  if (!scales.ok()) return scales;
+  const Status prepared = kernels::quantize_grouped::prepare_grouped(args, sizes, &l);
+  if (!prepared.ok()) return prepared;
   return dispatch_input(args.input.dtype,
                         [&](auto in) { return kernels::quantize_grouped::launch_input<decltype(in)>(l); });
 }

@@ -1,306 +1,104 @@
-// SwiGLU's elementwise part on the device: a (M, F), or dh (M, 2F) and the per-token weights'
-// gradient, in h's dtype, from the numerics core (the same operations as the CPU reference); the
-// API then quantizes the result with the quantize kernels.
-#include <cstring>
-#include <initializer_list>
-#include <type_traits>
-
-#include <mxq/numerics/swiglu.hpp>
+// mxq::cuda::swiglu_quantize and swiglu_backward_quantize: the quantize kernels compute the tensor
+// from h as they read it (source.cuh) where they can; otherwise the elementwise kernel writes it to
+// the caller's buffer and the quantize reads it back.
+#include <string>
 
 #include "backend.hpp"
-#include "cuda/common.cuh"
+#include "cuda/swiglu/elementwise.hpp"
+#include "cuda/swiglu/quantize_computed.hpp"
 
 namespace mxq::cuda::kernels::swiglu {
+namespace {
 
-constexpr int kThreads = 256;
-constexpr int kMaxCtas = 65535;
-
-// Element i of a row that need not be aligned to its dtype (numpy passes such arrays).
-template <class In>
-__device__ __forceinline__ float load(const unsigned char* row, int64_t i) {
-  typename In::Raw r;
-  memcpy(&r, row + i * sizeof(r), sizeof(r));
-  return In::to_float(r);
+// swiglu_in_one_pass, and a copy the kernels can store elements to.
+bool computable(const QuantizeArgs& q, const TensorView& h, const TensorView* grad, const float* weights,
+                const void* copy) {
+  return swiglu_in_one_pass(q.params, q.tensor_amax, q.out.amax, h, grad, weights) && aligned_to(copy, 2);
 }
 
-// x rounded to nearest even into In's storage, as the CPU reference's store_float rounds it.
-template <class In>
-__device__ __forceinline__ typename In::Raw to_raw(float x) {
-  if constexpr (std::is_same_v<In, Fp32In>) {
-    return x;
-  } else {
-    return std::is_same_v<In, Bf16In> ? num::float_to_bf16_rne(x) : num::float_to_fp16_rne(x);
-  }
+quantize::SwigluSource make_source(const TensorView& h, const SwigluParams& sp, const float* weights, void* copy,
+                         int64_t cols) {
+  quantize::SwigluSource s;
+  s.weights = weights;
+  s.copy = copy;
+  s.copy_vec = aligned_to(copy, 16) && (cols * dtype_size(h.dtype)) % 16 == 0;
+  s.F = h.cols / 2;
+  s.interleaved = sp.layout == SwigluLayout::interleaved;
+  s.rule = {sp.variant == SwigluVariant::clamped, sp.alpha, sp.limit};
+  return s;
 }
 
-template <class In>
-__device__ __forceinline__ void store(unsigned char* out, int64_t i, float x) {
-  const typename In::Raw r = to_raw<In>(x);
-  memcpy(out + i * sizeof(r), &r, sizeof(r));
+// q with its input the computed tensor's view of h: (M, cols) at h's data, with h's row stride.
+QuantizeArgs over_h(const QuantizeArgs& q, const TensorView& h, int64_t cols) {
+  QuantizeArgs v = q;
+  v.input = {h.data, h.dtype, 1, h.rows, cols, h.rstride(), 0};
+  return v;
 }
 
-struct Problem {
-  const unsigned char* h;
-  int64_t h_row_bytes;  // between rows of h
-  const unsigned char* grad;
-  int64_t grad_row_bytes;
-  const float* weights;
-  unsigned char* out;
-  float* grad_weights;
-  int64_t M, F;
-  bool interleaved;
-  num::SwigluRule rule;
-
-  __device__ int64_t gate_col(int64_t f) const { return interleaved ? 2 * f : f; }
-  __device__ int64_t up_col(int64_t f) const { return interleaved ? 2 * f + 1 : F + f; }
-  __device__ float weight(int64_t m) const {
-    float w;
-    memcpy(&w, weights + m, sizeof w);
-    return w;
-  }
-};
-
-// Elements per work item: 8, so that every dtype's share is whole 16-byte vectors.
-constexpr int kVec = 8;
-
-// kVec elements of a row at element i: 16-byte loads where the launcher found every row and
-// pointer aligned (kAligned), else element by element.
-template <class In, bool kAligned>
-__device__ __forceinline__ void load_vec(const unsigned char* row, int64_t i, float (&out)[kVec]) {
-  using Raw = typename In::Raw;
-  if constexpr (kAligned) {
-    Raw v[kVec];
-#pragma unroll
-    for (int k = 0; k < int(kVec * sizeof(Raw) / 16); ++k)
-      reinterpret_cast<uint4*>(v)[k] = reinterpret_cast<const uint4*>(row + i * sizeof(Raw))[k];
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) out[j] = In::to_float(v[j]);
-  } else {
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) out[j] = load<In>(row, i + j);
-  }
+// The 16-byte path needs each half of a concatenated h in whole 16-byte chunks (a chunk of a, or of
+// dh, then never spans both halves).
+bool halves_in_chunks(const TensorView& h, const SwigluParams& sp) {
+  return sp.layout == SwigluLayout::interleaved || ((h.cols / 2) * dtype_size(h.dtype)) % 16 == 0;
 }
 
-template <class In, bool kAligned>
-__device__ __forceinline__ void store_vec(unsigned char* out, int64_t i, const float (&x)[kVec]) {
-  using Raw = typename In::Raw;
-  if constexpr (kAligned) {
-    Raw v[kVec];
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) v[j] = to_raw<In>(x[j]);
-#pragma unroll
-    for (int k = 0; k < int(kVec * sizeof(Raw) / 16); ++k)
-      reinterpret_cast<uint4*>(out + i * sizeof(Raw))[k] = reinterpret_cast<const uint4*>(v)[k];
-  } else {
-#pragma unroll
-    for (int j = 0; j < kVec; ++j) store<In>(out, i + j, x[j]);
-  }
+Status needs_buffer(const char* op, const char* name, int64_t cols) {
+  return Status::error(Code::unsupported,
+                       std::string(op) + ": the cuda backend needs " + name + " (an (M, " + std::to_string(cols) +
+                           ") buffer in the input's dtype) for this call: it writes that tensor, then quantizes "
+                           "it (swiglu_needs_computed)");
 }
 
-// The gate and up values of pairs [f, f + kVec) of a row.
-template <class In, bool kAligned>
-__device__ __forceinline__ void load_pairs(const Problem& p, const unsigned char* row, int64_t f, float (&gate)[kVec],
-                                           float (&up)[kVec]) {
-  if (p.interleaved) {
-    float lo[kVec], hi[kVec];
-    load_vec<In, kAligned>(row, 2 * f, lo);
-    load_vec<In, kAligned>(row, 2 * f + kVec, hi);
-#pragma unroll
-    for (int j = 0; j < kVec / 2; ++j) {
-      gate[j] = lo[2 * j];
-      up[j] = lo[2 * j + 1];
-      gate[kVec / 2 + j] = hi[2 * j];
-      up[kVec / 2 + j] = hi[2 * j + 1];
-    }
-  } else {
-    load_vec<In, kAligned>(row, f, gate);
-    load_vec<In, kAligned>(row, p.F + f, up);
-  }
-}
-
-// CTAs walk rows along y and a row's work items along x (an item: kVec consecutive pairs where
-// kAligned, else one pair), so that no thread divides to find its row.
-#define MXQ_SWIGLU_FOR_ITEMS(p, kAligned, m, f)                                                           \
-  for (int64_t m = blockIdx.y; m < (p).M; m += gridDim.y)                                                 \
-    for (int64_t f = (blockIdx.x * int64_t{kThreads} + threadIdx.x) * ((kAligned) ? kVec : 1); f < (p).F; \
-         f += int64_t{gridDim.x} * kThreads * ((kAligned) ? kVec : 1))
-
-template <class In, bool kAligned>
-__global__ void __launch_bounds__(kThreads) forward_kernel(const Problem p) {
-  const bool weighted = p.weights != nullptr;
-  MXQ_SWIGLU_FOR_ITEMS(p, kAligned, m, f) {
-    const unsigned char* row = p.h + m * p.h_row_bytes;
-    const float w = weighted ? p.weight(m) : 0.0f;
-    if constexpr (kAligned) {
-      float gate[kVec], up[kVec], a[kVec];
-      load_pairs<In, true>(p, row, f, gate, up);
-#pragma unroll
-      for (int j = 0; j < kVec; ++j) a[j] = num::swiglu(gate[j], up[j], weighted, w, p.rule);
-      store_vec<In, true>(p.out, m * p.F + f, a);
-    } else {
-      store<In>(p.out, m * p.F + f,
-                num::swiglu(load<In>(row, p.gate_col(f)), load<In>(row, p.up_col(f)), weighted, w, p.rule));
-    }
-  }
-}
-
-template <class In, class Grad, bool kAligned>
-__global__ void __launch_bounds__(kThreads) backward_kernel(const Problem p) {
-  const bool weighted = p.weights != nullptr;
-  MXQ_SWIGLU_FOR_ITEMS(p, kAligned, m, f) {
-    const unsigned char* row = p.h + m * p.h_row_bytes;
-    const unsigned char* grad = p.grad + m * p.grad_row_bytes;
-    const float w = weighted ? p.weight(m) : 0.0f;
-    unsigned char* out = p.out + m * 2 * p.F * sizeof(typename In::Raw);
-    if constexpr (kAligned) {
-      float gate[kVec], up[kVec], dA[kVec], dg[kVec], du[kVec];
-      load_pairs<In, true>(p, row, f, gate, up);
-      load_vec<Grad, true>(grad, f, dA);
-#pragma unroll
-      for (int j = 0; j < kVec; ++j) {
-        const num::SwigluGrad g = num::swiglu_grad(gate[j], up[j], dA[j], weighted, w, p.rule);
-        dg[j] = g.d_gate;
-        du[j] = g.d_up;
-      }
-      if (p.interleaved) {
-        float lo[kVec], hi[kVec];
-#pragma unroll
-        for (int j = 0; j < kVec / 2; ++j) {
-          lo[2 * j] = dg[j];
-          lo[2 * j + 1] = du[j];
-          hi[2 * j] = dg[kVec / 2 + j];
-          hi[2 * j + 1] = du[kVec / 2 + j];
-        }
-        store_vec<In, true>(out, 2 * f, lo);
-        store_vec<In, true>(out, 2 * f + kVec, hi);
-      } else {
-        store_vec<In, true>(out, f, dg);
-        store_vec<In, true>(out, p.F + f, du);
-      }
-    } else {
-      const num::SwigluGrad g = num::swiglu_grad(load<In>(row, p.gate_col(f)), load<In>(row, p.up_col(f)),
-                                                 load<Grad>(grad, f), weighted, w, p.rule);
-      store<In>(out, p.gate_col(f), g.d_gate);
-      store<In>(out, p.up_col(f), g.d_up);
-    }
-  }
-}
-
-template <class In, class Grad>
-__device__ float weight_grad_row(const Problem& p, int64_t m) {
-  const unsigned char* row = p.h + m * p.h_row_bytes;
-  const unsigned char* grad = p.grad + m * p.grad_row_bytes;
-  float partial[64];
-  int level[64];
-  int depth = 0;
-  for (int64_t c = 0; c < p.F; c += num::kSumChunk) {
-    float s = 0.0f;
-    for (int64_t f = c; f < c + num::kSumChunk && f < p.F; ++f) {
-      const float act = num::swiglu_unweighted(load<In>(row, p.gate_col(f)), load<In>(row, p.up_col(f)), p.rule);
-      const float prod = num::fmul(load<Grad>(grad, f), act);
-      s = f == c ? prod : num::fadd(s, prod);
-    }
-    partial[depth] = s;
-    level[depth++] = 0;
-    while (depth >= 2 && level[depth - 1] == level[depth - 2]) {
-      partial[depth - 2] = num::fadd(partial[depth - 2], partial[depth - 1]);
-      ++level[depth - 2];
-      --depth;
-    }
-  }
-  float sum = 0.0f;
-  if (depth > 0) {
-    sum = partial[depth - 1];
-    for (int d = depth - 2; d >= 0; --d) sum = num::fadd(partial[d], sum);
-  }
-  return num::canonical_nan(sum);
-}
-
-// One thread per row, in num::ordered_sum's order: chunk sums arrive left to right and merge like a
-// binary counter (two partial sums of the same level make one of the next); the partials left at
-// the end, folded from the right, are the pairwise levels' unpaired sums moving up.
-template <class In, class Grad>
-__global__ void __launch_bounds__(kThreads) weight_grad_kernel(const Problem p) {
-  for (int64_t m = blockIdx.x * int64_t{kThreads} + threadIdx.x; m < p.M; m += int64_t{gridDim.x} * kThreads) {
-    const float sum = weight_grad_row<In, Grad>(p, m);
-    memcpy(p.grad_weights + m, &sum, sizeof sum);
-  }
-}
-
-// Whether the 16-byte paths may run: F a multiple of kVec, every pointer and row 16-byte aligned.
-bool vector_aligned(const Problem& p, std::initializer_list<const void*> ptrs, std::initializer_list<int64_t> rows) {
-  if (p.F % kVec != 0) return false;
-  for (const void* q : ptrs)
-    if (reinterpret_cast<uintptr_t>(q) % 16 != 0) return false;
-  for (int64_t r : rows)
-    if (r % 16 != 0) return false;
-  return true;
-}
-
-int ctas_for(int64_t n) {
-  const int64_t c = (n + kThreads - 1) / kThreads;
-  return static_cast<int>(c < 1 ? 1 : (c > kMaxCtas ? kMaxCtas : c));
-}
-
-// The grid of the elementwise kernels: a row's items along x, rows along y.
-dim3 grid_for(const Problem& p, bool aligned) {
-  return dim3(ctas_for(aligned ? p.F / kVec : p.F), static_cast<unsigned>(p.M < kMaxCtas ? p.M : kMaxCtas));
-}
-
-Problem make_problem(const TensorView& h, const SwigluParams& sp, const float* weights, void* out) {
-  Problem p{};
-  p.h = static_cast<const unsigned char*>(h.data);
-  p.h_row_bytes = h.rstride() * dtype_size(h.dtype);
-  p.weights = weights;
-  p.out = static_cast<unsigned char*>(out);
-  p.M = h.rows;
-  p.F = h.cols / 2;
-  p.interleaved = sp.layout == SwigluLayout::interleaved;
-  p.rule = {sp.variant == SwigluVariant::clamped, sp.alpha, sp.limit};
-  return p;
-}
-
+}  // namespace
 }  // namespace mxq::cuda::kernels::swiglu
 
 namespace mxq::cuda {
 
-Status swiglu_forward(const SwigluArgs& a, void* out) {
-  namespace k = kernels::swiglu;
-  const k::Problem p = k::make_problem(a.input, a.swiglu, a.weights, out);
-  if (p.M * p.F == 0) return {};
-  const bool aligned = k::vector_aligned(p, {p.h, p.out}, {p.h_row_bytes});
-  dispatch_input(a.input.dtype, [&](auto in) {
-    using In = decltype(in);
-    if (aligned) {
-      k::forward_kernel<In, true><<<k::grid_for(p, true), k::kThreads, 0, as_stream(a.stream)>>>(p);
-    } else {
-      k::forward_kernel<In, false><<<k::grid_for(p, false), k::kThreads, 0, as_stream(a.stream)>>>(p);
-    }
-  });
-  return launch_status("swiglu_quantize");
+using namespace kernels::swiglu;  // this folder's helpers above
+
+// 16-bit h (and dA of its type), element-aligned, and no pass over the whole tensor before the
+// tiles: the nvfp4 tensor amax when the caller gives none, or the amax output, would read it.
+bool swiglu_in_one_pass(const QuantizeParams& params, const float* tensor_amax, const float* amax_out,
+                        const TensorView& h, const TensorView* grad, const float* weights) {
+  if (h.dtype != DType::bf16 && h.dtype != DType::fp16) return false;
+  if (grad && grad->dtype != h.dtype) return false;
+  if ((params.format == Format::nvfp4 && tensor_amax == nullptr) || amax_out != nullptr) return false;
+  return aligned_to(h.data, 2) && (!grad || aligned_to(grad->data, 2)) && aligned_to(weights, 4);
 }
 
-Status swiglu_backward(const SwigluBackwardArgs& a, void* out) {
-  namespace k = kernels::swiglu;
-  k::Problem p = k::make_problem(a.input, a.swiglu, a.weights, out);
-  p.grad = static_cast<const unsigned char*>(a.grad.data);
-  p.grad_row_bytes = a.grad.rstride() * dtype_size(a.grad.dtype);
-  p.grad_weights = a.grad_weights;
-  const cudaStream_t stream = as_stream(a.stream);
-  const bool aligned = k::vector_aligned(p, {p.h, p.grad, p.out}, {p.h_row_bytes, p.grad_row_bytes});
-  dispatch_input(a.input.dtype, [&](auto in) {
-    dispatch_input(a.grad.dtype, [&](auto grad) {
-      using In = decltype(in);
-      using Grad = decltype(grad);
-      if (p.M * p.F > 0 && aligned) {
-        k::backward_kernel<In, Grad, true><<<k::grid_for(p, true), k::kThreads, 0, stream>>>(p);
-      } else if (p.M * p.F > 0) {
-        k::backward_kernel<In, Grad, false><<<k::grid_for(p, false), k::kThreads, 0, stream>>>(p);
-      }
-      if (p.grad_weights && p.M > 0) k::weight_grad_kernel<In, Grad><<<k::ctas_for(p.M), k::kThreads, 0, stream>>>(p);
-    });
-  });
-  return launch_status("swiglu_backward_quantize");
+Status swiglu_quantize(const SwigluArgs& a, const QuantizeArgs& q, const QuantizeSizes& sizes) {
+  const TensorView& h = a.input;
+  const int64_t F = h.cols / 2;
+  if (computable(q, h, nullptr, a.weights, a.activation)) {
+    const kernels::quantize::SwigluSource src = make_source(h, a.swiglu, a.weights, a.activation, F);
+    const QuantizeArgs v = over_h(q, h, F);
+    const bool vec = halves_in_chunks(h, a.swiglu);
+    return h.dtype == DType::fp16 ? quantize_computed<SwigluInput<Fp16In, false>>(v, sizes, src, vec)
+                                  : quantize_computed<SwigluInput<Bf16In, false>>(v, sizes, src, vec);
+  }
+  if (a.activation == nullptr && h.rows * F > 0) return needs_buffer("swiglu_quantize", "activation", F);
+  const Status st = elementwise_forward(a, a.activation);
+  return st.ok() ? quantize(q, sizes) : st;
+}
+
+Status swiglu_backward_quantize(const SwigluBackwardArgs& a, const QuantizeArgs& q, const QuantizeSizes& sizes) {
+  const TensorView& h = a.input;
+  const bool one_pass = computable(q, h, &a.grad, a.weights, a.grad_input);
+  if (!one_pass && a.grad_input == nullptr && h.rows * h.cols > 0)
+    return needs_buffer("swiglu_backward_quantize", "grad_input", h.cols);
+  const Status weights_done = weight_grad(a);
+  if (!weights_done.ok()) return weights_done;
+  if (one_pass) {
+    kernels::quantize::SwigluSource src = make_source(h, a.swiglu, a.weights, a.grad_input, h.cols);
+    src.grad = a.grad.data;
+    src.grad_row_stride = a.grad.rstride();
+    const int64_t grad_row_bytes = a.grad.rstride() * dtype_size(a.grad.dtype);
+    const bool vec = halves_in_chunks(h, a.swiglu) && aligned_to(a.grad.data, 16) && grad_row_bytes % 16 == 0;
+    const QuantizeArgs v = over_h(q, h, h.cols);
+    return h.dtype == DType::fp16 ? quantize_computed<SwigluInput<Fp16In, true>>(v, sizes, src, vec)
+                                  : quantize_computed<SwigluInput<Bf16In, true>>(v, sizes, src, vec);
+  }
+  const Status st = elementwise_backward(a, a.grad_input);
+  return st.ok() ? quantize(q, sizes) : st;
 }
 
 }  // namespace mxq::cuda

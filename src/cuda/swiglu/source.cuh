@@ -1,0 +1,179 @@
+// SwiGLU as a computed input of the quantize tile kernels (In::computed, ../quantize/tile_io.cuh):
+// each 16-byte chunk of a (M, F), or of dh (M, 2F), is made in registers from h (and dA) with the
+// numerics core's operations, rounded to h's dtype as the CPU reference rounds it, stored to the
+// caller's copy when it asked for one, and quantized by the unchanged tile code. The tensor is
+// never written and read back: one read of h (and dA) for all of it.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <type_traits>
+
+#include <mxq/numerics/swiglu.hpp>
+
+#include "cuda/quantize/tile_problem.cuh"
+
+namespace mxq::cuda::kernels::swiglu {
+
+// x rounded to nearest even into In's storage, as the CPU reference's store_float rounds it.
+template <class In>
+__device__ __forceinline__ typename In::Raw to_raw(float x) {
+  if constexpr (std::is_same_v<In, Fp32In>) {
+    return x;
+  } else {
+    return std::is_same_v<In, Bf16In> ? num::float_to_bf16_rne(x) : num::float_to_fp16_rne(x);
+  }
+}
+
+// kBackward false: a = swiglu(gate, up) [* w], Problem::K = F. true: dh in h's layout, K = 2F.
+// quantize::Problem::in is h with h's row stride; quantize::Problem::swiglu says the rest. The launcher takes the
+// 16-byte path (quantize::Problem::vec_in) only where every chunk of h, dA and the copy is 16-byte aligned
+// and lies within one half of a concatenated h.
+template <class Base, bool kBackward>
+struct SwigluInput {
+  using Raw = typename Base::Raw;
+  using Plain = Base;
+  static constexpr bool computed = true;
+  static constexpr int vec = 16 / static_cast<int>(sizeof(Raw));
+  // Passes whose loads go out before the first is computed: two chunks' 32-48 bytes in flight per
+  // thread fit the tile kernels' register caps (64 per thread at four CTAs per SM).
+  static constexpr int loads_in_flight = 2;
+
+  // What the functions below read, from the tile kernel's Problem (by value: the edge tiles' call
+  // to a function that is not inlined takes it in registers, not a copy of the whole Problem).
+  struct View {
+    const Raw* h;
+    int64_t h_row_stride, K;  // K: the computed tensor's columns
+    quantize::SwigluSource s;
+  };
+  static __device__ __forceinline__ View view(const quantize::Problem& p) {
+    return {static_cast<const Raw*>(p.in), p.row_stride, p.K, p.swiglu};
+  }
+
+  static __device__ __forceinline__ float to_float(Raw r) { return Base::to_float(r); }
+  static __device__ __forceinline__ float to_float_for_codes(Raw r) { return Base::to_float_for_codes(r); }
+
+  // One chunk's inputs. Forward: concatenated, a = gate and b = up of columns [k, k + vec);
+  // interleaved, a and b = h's columns [2k, 2k + 2 vec). Backward, for dh's columns [k, k + vec):
+  // concatenated, a = gate, b = up and g = dA of the pairs [f, f + vec) of the chunk's half;
+  // interleaved, a = h's columns [k, k + vec) (vec / 2 pairs) and g's low 8 bytes their dA.
+  struct Loaded {
+    uint4 a, b, g;
+  };
+
+  static __device__ __forceinline__ const Raw* h_row(const View& p, int64_t m) { return p.h + m * p.h_row_stride; }
+  static __device__ __forceinline__ const Raw* grad_row(const View& p, int64_t m) {
+    return static_cast<const Raw*>(p.s.grad) + m * p.s.grad_row_stride;
+  }
+  static __device__ __forceinline__ uint4 ldg16(const Raw* x) { return __ldg(reinterpret_cast<const uint4*>(x)); }
+
+  static __device__ __forceinline__ Loaded load(const View& p, int64_t m, int64_t k) {
+    const quantize::SwigluSource& s = p.s;
+    const Raw* h = h_row(p, m);
+    Loaded l;
+    if constexpr (!kBackward) {
+      l.a = ldg16(s.interleaved ? h + 2 * k : h + k);
+      l.b = ldg16(s.interleaved ? h + 2 * k + vec : h + s.F + k);
+      l.g = make_uint4(0, 0, 0, 0);
+    } else if (s.interleaved) {
+      l.a = ldg16(h + k);
+      l.b = make_uint4(0, 0, 0, 0);
+      const uint2 g = __ldg(reinterpret_cast<const uint2*>(grad_row(p, m) + k / 2));
+      l.g = make_uint4(g.x, g.y, 0, 0);
+    } else {
+      const int64_t f = k < s.F ? k : k - s.F;
+      l.a = ldg16(h + f);
+      l.b = ldg16(h + s.F + f);
+      l.g = ldg16(grad_row(p, m) + f);
+    }
+    return l;
+  }
+
+  static __device__ __forceinline__ float weight(const View& p, int64_t m) {
+    return p.s.weights ? __ldg(p.s.weights + m) : 0.0f;
+  }
+
+  // The chunk at row m, columns [k, k + vec) (whole, 16-byte path) from its loaded inputs.
+  static __device__ __forceinline__ uint4 compute(const View& p, int64_t m, int64_t k, const Loaded& l) {
+    const quantize::SwigluSource& s = p.s;
+    const bool weighted = s.weights != nullptr;
+    const float w = weight(p, m);
+    Raw a[vec], b[vec], out[vec];
+    memcpy(a, &l.a, sizeof a);
+    memcpy(b, &l.b, sizeof b);
+    if constexpr (!kBackward) {
+#pragma unroll
+      for (int j = 0; j < vec; ++j) {
+        const int i = 2 * j % vec;  // interleaved: pair j at a[i], a[i + 1] (b past the first half)
+        const Raw gate = s.interleaved ? (j < vec / 2 ? a[i] : b[i]) : a[j];
+        const Raw up = s.interleaved ? (j < vec / 2 ? a[i + 1] : b[i + 1]) : b[j];
+        out[j] = to_raw<Base>(num::swiglu(to_float(gate), to_float(up), weighted, w, s.rule));
+      }
+    } else {
+      Raw g[vec];
+      memcpy(g, &l.g, sizeof g);
+      if (s.interleaved) {
+#pragma unroll
+        for (int j = 0; j < vec / 2; ++j) {
+          const num::SwigluGrad d =
+              num::swiglu_grad(to_float(a[2 * j]), to_float(a[2 * j + 1]), to_float(g[j]), weighted, w, s.rule);
+          out[2 * j] = to_raw<Base>(d.d_gate);
+          out[2 * j + 1] = to_raw<Base>(d.d_up);
+        }
+      } else {
+        const bool gate_half = k < s.F;
+#pragma unroll
+        for (int j = 0; j < vec; ++j) {
+          const num::SwigluGrad d = num::swiglu_grad(to_float(a[j]), to_float(b[j]), to_float(g[j]), weighted, w, s.rule);
+          out[j] = to_raw<Base>(gate_half ? d.d_gate : d.d_up);
+        }
+      }
+    }
+    return finish(p, m, k, out);
+  }
+
+  // The chunk at row m, columns [k, k + vec) element by element; columns past K are zero.
+  static __device__ __forceinline__ uint4 compute_guarded(const View& p, int64_t m, int64_t k) {
+    const quantize::SwigluSource& s = p.s;
+    const bool weighted = s.weights != nullptr;
+    const float w = weight(p, m);
+    const Raw* h = h_row(p, m);
+    Raw out[vec];
+#pragma unroll
+    for (int j = 0; j < vec; ++j) {
+      const int64_t col = k + j;
+      out[j] = Raw(0);
+      if (col >= p.K) continue;
+      // The pair of this column and whether it is the gate's (backward) or the pair's (forward).
+      const int64_t f = kBackward ? (s.interleaved ? col / 2 : (col < s.F ? col : col - s.F)) : col;
+      const bool is_gate = s.interleaved ? col % 2 == 0 : col < s.F;
+      const float gate = to_float(h[s.interleaved ? 2 * f : f]);
+      const float up = to_float(h[s.interleaved ? 2 * f + 1 : s.F + f]);
+      if constexpr (!kBackward) {
+        out[j] = to_raw<Base>(num::swiglu(gate, up, weighted, w, s.rule));
+      } else {
+        const num::SwigluGrad d = num::swiglu_grad(gate, up, to_float(grad_row(p, m)[f]), weighted, w, s.rule);
+        out[j] = to_raw<Base>(is_gate ? d.d_gate : d.d_up);
+      }
+    }
+    return finish(p, m, k, out);
+  }
+
+  // The chunk as 16 bytes, after its columns inside the tensor went to the caller's copy.
+  static __device__ __forceinline__ uint4 finish(const View& p, int64_t m, int64_t k, const Raw (&out)[vec]) {
+    uint4 v;
+    memcpy(&v, out, sizeof v);
+    if (p.s.copy) {
+      Raw* dst = static_cast<Raw*>(p.s.copy) + m * p.K + k;
+      if (p.s.copy_vec && k + vec <= p.K) {
+        *reinterpret_cast<uint4*>(dst) = v;
+      } else {
+#pragma unroll
+        for (int j = 0; j < vec; ++j)
+          if (k + j < p.K) dst[j] = out[j];
+      }
+    }
+    return v;
+  }
+};
+
+}  // namespace mxq::cuda::kernels::swiglu
