@@ -62,10 +62,9 @@ __device__ __forceinline__ Raw load_element(const Raw* p, bool aligned) {
   return r;
 }
 
-// A computed input's chunk at row m, column k, for the edge tiles' paths: a call, not inlined, as
-// each inlined copy of the computation multiplied the kernels' code (and their compile time).
+// A computed input's chunk at row m, column k, for the edge tiles' paths.
 template <class T>
-__device__ __noinline__ uint4 computed_chunk(const typename T::Input::View v, bool vec, int64_t m, int64_t k) {
+__device__ __forceinline__ uint4 computed_chunk(const typename T::Input::View v, bool vec, int64_t m, int64_t k) {
   using In = typename T::Input;
   return vec && k + T::vec <= v.K ? In::compute(v, m, k, In::load(v, m, k)) : In::compute_guarded(v, m, k);
 }

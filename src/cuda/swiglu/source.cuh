@@ -92,8 +92,10 @@ struct SwigluInput {
     return p.s.weights ? __ldg(p.s.weights + m) : 0.0f;
   }
 
-  // The chunk at row m, columns [k, k + vec) (whole, 16-byte path) from its loaded inputs.
-  static __device__ __forceinline__ uint4 compute(const View& p, int64_t m, int64_t k, const Loaded& l) {
+  // The chunk at row m, columns [k, k + vec) (whole, 16-byte path) from its loaded inputs. Not
+  // inlined: a copy of its eight activations at every pass of every tile kernel made the kernels'
+  // code, and their compile time, many times larger.
+  static __device__ __noinline__ uint4 compute(const View p, int64_t m, int64_t k, const Loaded& l) {
     const quantize::SwigluSource& s = p.s;
     const bool weighted = s.weights != nullptr;
     const float w = weight(p, m);
@@ -132,7 +134,7 @@ struct SwigluInput {
   }
 
   // The chunk at row m, columns [k, k + vec) element by element; columns past K are zero.
-  static __device__ __forceinline__ uint4 compute_guarded(const View& p, int64_t m, int64_t k) {
+  static __device__ __noinline__ uint4 compute_guarded(const View p, int64_t m, int64_t k) {
     const quantize::SwigluSource& s = p.s;
     const bool weighted = s.weights != nullptr;
     const float w = weight(p, m);
