@@ -60,7 +60,7 @@ def _samples(device):
          (x[:, :32].contiguous(), x, "mxfp8", "rowwise", "rceil", "blocked", ends, 32, 0, None,
           torch.linspace(0, 1, 190, device=device), "clamped", "interleaved", 1.702, 7.0)),
         ("swiglu_backward_quantize_kept", ops.swiglu_backward_quantize.default,
-         (x[:, :32].contiguous(), x, "nvfp4", "both", "rceil", "blocked", ends, 32, 32, None,
+         (x[:, :32].contiguous(), x, "mxfp8", "both", "rceil", "blocked", ends, 32, 32, None,
           None, "silu", "concatenated", 1.702, 7.0, True)),
         ("pad", ops.pad.default, (x, ends, 32, False)),
         ("pad_amax", ops.pad.default, (x, ends, 32, True)),
