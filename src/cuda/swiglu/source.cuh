@@ -94,8 +94,9 @@ struct SwigluInput {
 
   // The chunk at row m, columns [k, k + vec) (whole, 16-byte path) from its loaded inputs. Not
   // inlined: a copy of its eight activations at every pass of every tile kernel made the kernels'
-  // code, and their compile time, many times larger.
-  static __device__ __noinline__ uint4 compute(const View p, int64_t m, int64_t k, const Loaded& l) {
+  // code, and their compile time, many times larger. Arguments by value: they travel in registers,
+  // where a reference would put the caller's loads in local memory.
+  static __device__ __noinline__ uint4 compute(const View p, int64_t m, int64_t k, const Loaded l) {
     const quantize::SwigluSource& s = p.s;
     const bool weighted = s.weights != nullptr;
     const float w = weight(p, m);
