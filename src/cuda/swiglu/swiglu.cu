@@ -28,11 +28,15 @@ quantize::SwigluSource make_source(const TensorView& h, const SwigluParams& sp, 
   return s;
 }
 
-// q with its input the computed tensor's view of h: (M, cols) at h's data, with h's row stride.
-QuantizeArgs over_h(const QuantizeArgs& q, const TensorView& h, int64_t cols) {
+// The quantize kernels over h for q, computing its (M, cols) tensor as they read (source.cuh):
+// q's input becomes that tensor's view of h (h's data and row stride).
+template <bool kBackward>
+Status quantize_from_h(const QuantizeArgs& q, const QuantizeSizes& sizes, const TensorView& h, int64_t cols,
+                       const quantize::SwigluSource& src, bool vec) {
   QuantizeArgs v = q;
   v.input = {h.data, h.dtype, 1, h.rows, cols, h.rstride(), 0};
-  return v;
+  return h.dtype == DType::fp16 ? quantize_computed<SwigluInput<Fp16In, kBackward>>(v, sizes, src, vec)
+                                : quantize_computed<SwigluInput<Bf16In, kBackward>>(v, sizes, src, vec);
 }
 
 // The 16-byte path needs each half of a concatenated h in whole 16-byte chunks (a chunk of a, or of
@@ -70,10 +74,7 @@ Status swiglu_quantize(const SwigluArgs& a, const QuantizeArgs& q, const Quantiz
   const int64_t F = h.cols / 2;
   if (computable(q, h, nullptr, a.weights, a.activation)) {
     const kernels::quantize::SwigluSource src = make_source(h, a.swiglu, a.weights, a.activation, F);
-    const QuantizeArgs v = over_h(q, h, F);
-    const bool vec = halves_in_chunks(h, a.swiglu);
-    return h.dtype == DType::fp16 ? quantize_computed<SwigluInput<Fp16In, false>>(v, sizes, src, vec)
-                                  : quantize_computed<SwigluInput<Bf16In, false>>(v, sizes, src, vec);
+    return quantize_from_h<false>(q, sizes, h, F, src, halves_in_chunks(h, a.swiglu));
   }
   if (a.activation == nullptr && h.rows * F > 0) return needs_buffer("swiglu_quantize", "activation", F);
   const Status st = elementwise_forward(a, a.activation);
@@ -93,9 +94,7 @@ Status swiglu_backward_quantize(const SwigluBackwardArgs& a, const QuantizeArgs&
     src.grad_row_stride = a.grad.rstride();
     const int64_t grad_row_bytes = a.grad.rstride() * dtype_size(a.grad.dtype);
     const bool vec = halves_in_chunks(h, a.swiglu) && aligned_to(a.grad.data, 16) && grad_row_bytes % 16 == 0;
-    const QuantizeArgs v = over_h(q, h, h.cols);
-    return h.dtype == DType::fp16 ? quantize_computed<SwigluInput<Fp16In, true>>(v, sizes, src, vec)
-                                  : quantize_computed<SwigluInput<Bf16In, true>>(v, sizes, src, vec);
+    return quantize_from_h<true>(q, sizes, h, h.cols, src, vec);
   }
   const Status st = elementwise_backward(a, a.grad_input);
   return st.ok() ? quantize(q, sizes) : st;
