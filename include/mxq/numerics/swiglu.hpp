@@ -1,8 +1,10 @@
 // The SwiGLU activation and its derivative (docs/spec.md section 8) as one fixed sequence of fp32
 // operations, each rounded to nearest even, so that every backend gives the same bits: exp is the
-// polynomial below, not a platform's libm, and no multiply is fused with an add (on the device the
-// _rn intrinsics keep nvcc from contracting them).
+// polynomial below, not a platform's libm; multiplies are fused with adds only where written as
+// ffma (on the device the _rn intrinsics keep nvcc from contracting the others).
 #pragma once
+#include <cmath>
+
 #include "common.hpp"
 
 namespace mxq::num {
@@ -35,32 +37,43 @@ MXQ_HD float fdiv(float a, float b) {
   return a / b;
 #endif
 }
+// a * b + c with one rounding (std::fma is exact on every conforming host).
+MXQ_HD float ffma(float a, float b, float c) {
+#if defined(__CUDA_ARCH__)
+  return __fmaf_rn(a, b, c);
+#else
+  return std::fma(a, b, c);
+#endif
+}
 
 constexpr float kInf = __builtin_huge_valf();
 
-// e^x in fp32: x = n ln2 + r with |r| <= ln2/2 (Cody-Waite, ln2 split so that n * ln2_hi is exact),
-// e^r by its Taylor polynomial of degree 7 (truncation below 2^-27), then scaled by 2^n exactly
-// (one rounding where the result is subnormal). At most 2 ulp from the correctly rounded value
-// (tests/numerics measure it); NaN in gives NaN, overflow +Inf, underflow +0.
+// e^x in fp32, without branches (the device evaluates it for every element of an activation):
+// x clamped to [-104, 88.7228394], whose ends give +0 and +Inf below; x = n ln2 + r with |r| <=
+// ln2/2 (Cody-Waite, ln2 split so that n * ln2_hi is exact), e^r by its Taylor polynomial of degree
+// 7 (truncation below 2^-27) in fused multiply-adds, then scaled by 2^n in two exact steps of
+// normal powers of two (one rounding where the result is subnormal). At most 1 ulp from the
+// correctly rounded value (tests/numerics measure it); NaN in gives the canonical NaN.
 MXQ_HD float exp_f32(float x) {
-  if (!(x == x)) return u2f(kF32QuietNaN);
-  if (x > 88.7228394f) return kInf;  // above ln(FLT_MAX)
-  if (x < -104.0f) return 0.0f;      // below half the smallest subnormal
-  const float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds |t| < 2^22 to an integer
-  const float n = fsub(fadd(fmul(x, 1.44269502f), kRound), kRound);
-  const float r = fsub(fsub(x, fmul(n, 0.693145751953125f)), fmul(n, 1.42860677e-6f));
-  float p = 1.98412701e-4f;              // 1/5040
-  p = fadd(fmul(p, r), 1.38888892e-3f);  // 1/720
-  p = fadd(fmul(p, r), 8.33333377e-3f);  // 1/120
-  p = fadd(fmul(p, r), 4.16666679e-2f);  // 1/24
-  p = fadd(fmul(p, r), 0.166666672f);    // 1/6
-  p = fadd(fmul(p, r), 0.5f);
-  p = fadd(fmul(p, r), 1.0f);
-  p = fadd(fmul(p, r), 1.0f);
-  const int k = static_cast<int>(n);
-  if (k > 127) return fmul(fmul(p, 2.0f), pow2f(k - 1));
-  if (k < -126) return fmul(fmul(p, pow2f(k + 64)), pow2f(-64));
-  return fmul(p, pow2f(k));
+  const float xc = fminf(fmaxf(x, -104.0f), 88.7228394f);  // NaN: an end, replaced at the return
+  const float kRound = 12582912.0f;                          // 1.5 * 2^23: adding it rounds |t| < 2^22 to an integer
+  const float t = ffma(xc, 1.44269502f, kRound);
+  const float n = fsub(t, kRound);
+  const int k = static_cast<int>(f2u(t) - f2u(kRound));  // n as an integer: t's low mantissa bits
+  float r = ffma(n, -0.693145751953125f, xc);
+  r = ffma(n, -1.42860677e-6f, r);
+  float p = 1.98412701e-4f;           // 1/5040
+  p = ffma(p, r, 1.38888892e-3f);     // 1/720
+  p = ffma(p, r, 8.33333377e-3f);     // 1/120
+  p = ffma(p, r, 4.16666679e-2f);     // 1/24
+  p = ffma(p, r, 0.166666672f);       // 1/6
+  p = ffma(p, r, 0.5f);
+  p = ffma(p, r, 1.0f);
+  p = ffma(p, r, 1.0f);
+  // k in [-150, 128]: its halves keep both powers normal, and p * 2^k1 is exact.
+  const int k1 = k / 2;
+  const float e = fmul(fmul(p, u2f(static_cast<uint32_t>(k1 + 127) << 23)), u2f(static_cast<uint32_t>(k - k1 + 127) << 23));
+  return x == x ? e : u2f(kF32QuietNaN);
 }
 
 // 1 / (1 + e^-x): 0 for x = -Inf, 1 for x = +Inf, NaN for NaN.

@@ -140,18 +140,17 @@ __device__ __forceinline__ void load_tile_regs(const Problem& p, const TileCoord
   using Raw = typename T::Raw;
   const Raw* in = static_cast<const Raw*>(p.in) + c.b * p.batch_stride;
   const int64_t k = c.k0 + chunk * T::vec;
-  if constexpr (T::Input::computed) {
-    if (in_full(c) && p.vec_in) {
+  if (in_full(c) && p.vec_in) {
+    if constexpr (T::Input::computed) {
       compute_passes<T, T::passes>(p, c.m0 + row0, k, [&](int i, uint4 v) { regs[i] = v; });
-      return;
-    }
-  } else if (in_full(c) && p.vec_in) {
-    // One address computation, then a constant stride: per load, a 64-bit multiply chain and a
-    // branch to the guarded path cost about as many instructions as the load's codes.
-    const Raw* src = in + (c.m0 + row0) * p.row_stride + k;
-    const int64_t pass_stride = T::rows_per_pass * p.row_stride;
+    } else {
+      // One address computation, then a constant stride: per load, a 64-bit multiply chain and a
+      // branch to the guarded path cost about as many instructions as the load's codes.
+      const Raw* src = in + (c.m0 + row0) * p.row_stride + k;
+      const int64_t pass_stride = T::rows_per_pass * p.row_stride;
 #pragma unroll
-    for (int i = 0; i < T::passes; ++i) regs[i] = __ldg(reinterpret_cast<const uint4*>(src + i * pass_stride));
+      for (int i = 0; i < T::passes; ++i) regs[i] = __ldg(reinterpret_cast<const uint4*>(src + i * pass_stride));
+    }
   } else {
 #pragma unroll
     for (int i = 0; i < T::passes; ++i) regs[i] = load_chunk_guarded<T>(p, c, in, row0 + i * T::rows_per_pass, k);

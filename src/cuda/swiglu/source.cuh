@@ -92,46 +92,61 @@ struct SwigluInput {
     return p.s.weights ? __ldg(p.s.weights + m) : 0.0f;
   }
 
-  // The chunk at row m, columns [k, k + vec) (whole, 16-byte path) from its loaded inputs. Not
-  // inlined: a copy of its eight activations at every pass of every tile kernel made the kernels'
-  // code, and their compile time, many times larger. Arguments by value: they travel in registers,
-  // where a reference would put the caller's loads in local memory.
-  static __device__ __noinline__ uint4 compute(const View p, int64_t m, int64_t k, const Loaded l) {
+  // The chunk at row m, columns [k, k + vec) (whole, 16-byte path) from its loaded inputs.
+  static __device__ __forceinline__ uint4 compute(const View& p, int64_t m, int64_t k, const Loaded& l) {
     const quantize::SwigluSource& s = p.s;
-    const bool weighted = s.weights != nullptr;
-    const float w = weight(p, m);
+    const uint4 v = kBackward ? backward_chunk(l.a, l.b, l.g, weight(p, m), s.weights != nullptr, s.interleaved,
+                                               k < s.F, s.rule)
+                              : forward_chunk(l.a, l.b, weight(p, m), s.weights != nullptr, s.interleaved, s.rule);
+    Raw out[vec];
+    memcpy(out, &v, sizeof v);
+    return finish(p, m, k, out);
+  }
+
+  // The arithmetic of one chunk, not inlined: a copy of its eight activations at every pass of every
+  // tile kernel made the kernels' code, and their compile time, many times larger. It takes only
+  // what it computes with, by value, so that the call passes few registers and no local memory.
+  static __device__ __noinline__ uint4 forward_chunk(const uint4 la, const uint4 lb, float w, bool weighted,
+                                                     bool interleaved, const num::SwigluRule rule) {
     Raw a[vec], b[vec], out[vec];
-    memcpy(a, &l.a, sizeof a);
-    memcpy(b, &l.b, sizeof b);
-    if constexpr (!kBackward) {
+    memcpy(a, &la, sizeof a);
+    memcpy(b, &lb, sizeof b);
 #pragma unroll
-      for (int j = 0; j < vec; ++j) {
-        const int i = 2 * j % vec;  // interleaved: pair j at a[i], a[i + 1] (b past the first half)
-        const Raw gate = s.interleaved ? (j < vec / 2 ? a[i] : b[i]) : a[j];
-        const Raw up = s.interleaved ? (j < vec / 2 ? a[i + 1] : b[i + 1]) : b[j];
-        out[j] = to_raw<Base>(num::swiglu(to_float(gate), to_float(up), weighted, w, s.rule));
+    for (int j = 0; j < vec; ++j) {
+      const int i = 2 * j % vec;  // interleaved: pair j at a[i], a[i + 1] (b past the first half)
+      const Raw gate = interleaved ? (j < vec / 2 ? a[i] : b[i]) : a[j];
+      const Raw up = interleaved ? (j < vec / 2 ? a[i + 1] : b[i + 1]) : b[j];
+      out[j] = to_raw<Base>(num::swiglu(to_float(gate), to_float(up), weighted, w, rule));
+    }
+    uint4 v;
+    memcpy(&v, out, sizeof v);
+    return v;
+  }
+  static __device__ __noinline__ uint4 backward_chunk(const uint4 la, const uint4 lb, const uint4 lg, float w,
+                                                      bool weighted, bool interleaved, bool gate_half,
+                                                      const num::SwigluRule rule) {
+    Raw a[vec], b[vec], g[vec], out[vec];
+    memcpy(a, &la, sizeof a);
+    memcpy(b, &lb, sizeof b);
+    memcpy(g, &lg, sizeof g);
+    if (interleaved) {
+#pragma unroll
+      for (int j = 0; j < vec / 2; ++j) {
+        const num::SwigluGrad d =
+            num::swiglu_grad(to_float(a[2 * j]), to_float(a[2 * j + 1]), to_float(g[j]), weighted, w, rule);
+        out[2 * j] = to_raw<Base>(d.d_gate);
+        out[2 * j + 1] = to_raw<Base>(d.d_up);
       }
     } else {
-      Raw g[vec];
-      memcpy(g, &l.g, sizeof g);
-      if (s.interleaved) {
 #pragma unroll
-        for (int j = 0; j < vec / 2; ++j) {
-          const num::SwigluGrad d =
-              num::swiglu_grad(to_float(a[2 * j]), to_float(a[2 * j + 1]), to_float(g[j]), weighted, w, s.rule);
-          out[2 * j] = to_raw<Base>(d.d_gate);
-          out[2 * j + 1] = to_raw<Base>(d.d_up);
-        }
-      } else {
-        const bool gate_half = k < s.F;
-#pragma unroll
-        for (int j = 0; j < vec; ++j) {
-          const num::SwigluGrad d = num::swiglu_grad(to_float(a[j]), to_float(b[j]), to_float(g[j]), weighted, w, s.rule);
-          out[j] = to_raw<Base>(gate_half ? d.d_gate : d.d_up);
-        }
+      for (int j = 0; j < vec; ++j) {
+        const num::SwigluGrad d = num::swiglu_grad(to_float(a[j]), to_float(b[j]), to_float(g[j]), weighted, w, rule);
+        out[j] = to_raw<Base>(gate_half ? d.d_gate : d.d_up);
       }
     }
-    return finish(p, m, k, out);
+    uint4 v;
+    memcpy(&v, out, sizeof v);
+    return v;
   }
 
   // The chunk at row m, columns [k, k + vec) element by element; columns past K are zero.
