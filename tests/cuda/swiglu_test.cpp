@@ -1,9 +1,9 @@
 // swiglu_quantize / swiglu_backward_quantize on the cuda backend against the cpu backend, byte for
 // byte: every computed element, every quantized output and the weights' gradient, for every dtype,
 // layout, variant, format and direction, with and without weights, token groups (empty ones
-// included) and fused padding, on random values with special ones (NaN, Inf, huge gates), strided
-// and unaligned inputs, with and without the computed tensor kept; every output byte written (two
-// poison patterns).
+// included, rows past the last group) and fused padding, on random values with special ones (NaN,
+// Inf, huge gates), strided and unaligned inputs, with and without the computed tensor kept; every
+// output byte written (two poison patterns).
 #include <gtest/gtest.h>
 
 #include <memory>
@@ -143,7 +143,8 @@ TEST(SwigluCuda, ForwardAndBackwardMatchTheCpuBackend) {
           h.set(0, rng.uniform(0, M - 1), rng.uniform(0, 2 * F - 1), i % 2 ? 1e30f : -1e30f);
         SwigluRequest req;
         req.quantize.params = {c.format, ScaleRule::rceil, c.layout, c.direction};
-        if (c.groups) req.quantize.ends = random_group_ends(rng, M, c.groups);
+        // Rows past the last group: quantized by no tile, but part of a kept tensor.
+        if (c.groups) req.quantize.ends = random_group_ends(rng, M, c.groups, 1, rng.uniform(0, 1) ? M / 4 : 0);
         req.quantize.pad_rowwise = req.quantize.pad_colwise = c.pad;
         if (c.amax_given) req.quantize.tensor_amax = {std::abs(rng.normal()) * 8.0f};
         req.swiglu.variant = v;

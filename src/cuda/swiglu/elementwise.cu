@@ -12,6 +12,7 @@ namespace mxq::cuda::kernels::swiglu {
 
 constexpr int kThreads = 256;
 constexpr int kMaxCtas = 65535;
+constexpr int kTailRowCtas = 256;  // rows past the token groups: CTAs along rows
 
 // Element i of a row that need not be aligned to its dtype (numpy passes such arrays).
 template <class In>
@@ -38,6 +39,15 @@ struct ElementwiseProblem {
   int64_t M, F;
   bool interleaved;
   num::SwigluRule rule;
+  // Token groups whose rows the fused quantize computed: only the rows past the last group's
+  // (clamped) end are left to write here. Null: every row.
+  TokenGroups done;
+
+  __device__ int64_t first_row() const {
+    int64_t end = 0;  // ends are clamped to [previous end, M]: the last is the largest, at most M
+    for (int64_t g = 0; g < done.count; ++g) end = max(end, int64_t{__ldg(done.ends + g)});
+    return min(end, M);
+  }
 
   __device__ int64_t gate_col(int64_t f) const { return interleaved ? 2 * f : f; }
   __device__ int64_t up_col(int64_t f) const { return interleaved ? 2 * f + 1 : F + f; }
@@ -109,7 +119,7 @@ __device__ __forceinline__ void load_pairs(const ElementwiseProblem& p, const un
 // CTAs walk rows along y and a row's work items along x (an item: kVec consecutive pairs where
 // kAligned, else one pair), so that no thread divides to find its row.
 #define MXQ_SWIGLU_FOR_ITEMS(p, kAligned, m, f)                                                           \
-  for (int64_t m = blockIdx.y; m < (p).M; m += gridDim.y)                                                 \
+  for (int64_t m = (p).first_row() + blockIdx.y; m < (p).M; m += gridDim.y)                              \
     for (int64_t f = (blockIdx.x * int64_t{kThreads} + threadIdx.x) * ((kAligned) ? kVec : 1); f < (p).F; \
          f += int64_t{gridDim.x} * kThreads * ((kAligned) ? kVec : 1))
 
@@ -230,9 +240,11 @@ int ctas_for(int64_t n) {
   return static_cast<int>(c < 1 ? 1 : (c > kMaxCtas ? kMaxCtas : c));
 }
 
-// The grid of the elementwise kernels: a row's items along x, rows along y.
+// The grid of the elementwise kernels: a row's items along x, rows along y (fewer for the rows
+// past the token groups, which are often none: their count is only known on the device).
 dim3 grid_for(const ElementwiseProblem& p, bool aligned) {
-  return dim3(ctas_for(aligned ? p.F / kVec : p.F), static_cast<unsigned>(p.M < kMaxCtas ? p.M : kMaxCtas));
+  const int64_t most = p.done.count ? kTailRowCtas : kMaxCtas;
+  return dim3(ctas_for(aligned ? p.F / kVec : p.F), static_cast<unsigned>(p.M < most ? p.M : most));
 }
 
 ElementwiseProblem make_problem(const TensorView& h, const SwigluParams& sp, const float* weights, void* out) {
@@ -248,8 +260,9 @@ ElementwiseProblem make_problem(const TensorView& h, const SwigluParams& sp, con
   return p;
 }
 
-Status elementwise_forward(const SwigluArgs& a, void* out) {
-  const ElementwiseProblem p = make_problem(a.input, a.swiglu, a.weights, out);
+Status elementwise_forward(const SwigluArgs& a, void* out, TokenGroups done) {
+  ElementwiseProblem p = make_problem(a.input, a.swiglu, a.weights, out);
+  p.done = done;
   if (p.M * p.F == 0) return {};
   const bool aligned = vector_aligned(p, {p.h, p.out}, {p.h_row_bytes});
   dispatch_input(a.input.dtype, [&](auto in) {
@@ -272,8 +285,9 @@ ElementwiseProblem backward_problem(const SwigluBackwardArgs& a, void* out) {
   return p;
 }
 
-Status elementwise_backward(const SwigluBackwardArgs& a, void* out) {
-  const ElementwiseProblem p = backward_problem(a, out);
+Status elementwise_backward(const SwigluBackwardArgs& a, void* out, TokenGroups done) {
+  ElementwiseProblem p = backward_problem(a, out);
+  p.done = done;
   if (p.M * p.F == 0) return {};
   const bool aligned = vector_aligned(p, {p.h, p.grad, p.out}, {p.h_row_bytes, p.grad_row_bytes});
   dispatch_input(a.input.dtype, [&](auto in) {

@@ -1,6 +1,7 @@
 // mxq::cuda::swiglu_quantize and swiglu_backward_quantize: the quantize kernels compute the tensor
 // from h as they read it (source.cuh) where they can; otherwise the elementwise kernel writes it to
-// the caller's buffer and the quantize reads it back.
+// the caller's buffer and the quantize reads it back. A kept tensor's rows past the token groups,
+// which no quantize tile reads, come from the elementwise kernel.
 #include <string>
 
 #include "backend.hpp"
@@ -74,7 +75,9 @@ Status swiglu_quantize(const SwigluArgs& a, const QuantizeArgs& q, const Quantiz
   const int64_t F = h.cols / 2;
   if (computable(q, h, nullptr, a.weights, a.activation)) {
     const kernels::quantize::SwigluSource src = make_source(h, a.swiglu, a.weights, a.activation, F);
-    return quantize_from_h<false>(q, sizes, h, F, src, halves_in_chunks(h, a.swiglu));
+    const Status st = quantize_from_h<false>(q, sizes, h, F, src, halves_in_chunks(h, a.swiglu));
+    return st.ok() && a.activation && q.groups.groups.count ? elementwise_forward(a, a.activation, q.groups.groups)
+                                                             : st;
   }
   if (a.activation == nullptr && h.rows * F > 0) return needs_buffer("swiglu_quantize", "activation", F);
   const Status st = elementwise_forward(a, a.activation);
@@ -94,7 +97,9 @@ Status swiglu_backward_quantize(const SwigluBackwardArgs& a, const QuantizeArgs&
     src.grad_row_stride = a.grad.rstride();
     const int64_t grad_row_bytes = a.grad.rstride() * dtype_size(a.grad.dtype);
     const bool vec = halves_in_chunks(h, a.swiglu) && aligned_to(a.grad.data, 16) && grad_row_bytes % 16 == 0;
-    return quantize_from_h<true>(q, sizes, h, h.cols, src, vec);
+    const Status st = quantize_from_h<true>(q, sizes, h, h.cols, src, vec);
+    return st.ok() && a.grad_input && q.groups.groups.count ? elementwise_backward(a, a.grad_input, q.groups.groups)
+                                                             : st;
   }
   const Status st = elementwise_backward(a, a.grad_input);
   return st.ok() ? quantize(q, sizes) : st;
