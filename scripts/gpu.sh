@@ -8,6 +8,7 @@
 #          MXQ_SANITIZERS (default "memcheck racecheck initcheck"),
 #          MXQ_CTEST_JOBS (default 1: ctest -j),
 #          MXQ_SANITIZE_JOBS (default 1: one sanitizer run at a time; N: N (tool, program) runs at once),
+#          MXQ_PTXAS_VERBOSE (ON: ptxas register and spill reports in the build log; default OFF),
 #          MXQ_GPU_PREBUILT (a package of scripts/pack_gpu_build.sh: unpacked into the build folder,
 #          default build-prebuilt, instead of the build step)
 set -uo pipefail
@@ -56,7 +57,7 @@ if [ -n "${MXQ_GPU_PREBUILT:-}" ]; then
 fi
 
 if wants build; then
-  step configure cmake --preset cuda -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" -DMXQ_PTXAS_VERBOSE=ON
+  step configure cmake --preset cuda -B "$BUILD" -DCMAKE_CUDA_ARCHITECTURES="$ARCHS" -DMXQ_PTXAS_VERBOSE="${MXQ_PTXAS_VERBOSE:-OFF}"
   step build cmake --build "$BUILD" -j16 -- -k 0  # keep going: one broken target must not hide the rest
 fi
 
