@@ -40,7 +40,7 @@ struct ElementwiseProblem {
   bool interleaved;
   num::SwigluRule rule;
   // Token groups whose rows the fused quantize computed: only the rows past the last group's
-  // (clamped) end are left to write here. Null: every row.
+  // (clamped) end are left to write here. None (count 0): every row.
   TokenGroups done;
 
   __device__ int64_t first_row() const {

@@ -8,19 +8,30 @@
 #include <cstring>
 #include <type_traits>
 
+#include <mxq/numerics/halfprec.hpp>
 #include <mxq/numerics/swiglu.hpp>
 
 #include "cuda/quantize/tile_problem.cuh"
 
 namespace mxq::cuda::kernels::swiglu {
 
-// x rounded to nearest even into In's storage, as the CPU reference's store_float rounds it.
+// x rounded to nearest even into In's storage, as the CPU reference's store_float rounds it: one
+// conversion instruction; a NaN (the numerics core's results are the canonical one) as the
+// reference writes the canonical NaN, where the instruction would write its own.
 template <class In>
 __device__ __forceinline__ typename In::Raw to_raw(float x) {
   if constexpr (std::is_same_v<In, Fp32In>) {
     return x;
   } else {
-    return std::is_same_v<In, Bf16In> ? num::float_to_bf16_rne(x) : num::float_to_fp16_rne(x);
+    uint16_t r;
+    if constexpr (std::is_same_v<In, Bf16In>) {
+      asm("cvt.rn.bf16.f32 %0, %1;" : "=h"(r) : "f"(x));
+    } else {
+      asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(x));
+    }
+    constexpr uint16_t kNaN = std::is_same_v<In, Bf16In> ? num::float_to_bf16_rne(num::u2f(num::kF32QuietNaN))
+                                                         : num::float_to_fp16_rne(num::u2f(num::kF32QuietNaN));
+    return x == x ? r : kNaN;
   }
 }
 
@@ -95,12 +106,12 @@ struct SwigluInput {
   // The chunk at row m, columns [k, k + vec) (whole, 16-byte path) from its loaded inputs.
   static __device__ __forceinline__ uint4 compute(const View& p, int64_t m, int64_t k, const Loaded& l) {
     const quantize::SwigluSource& s = p.s;
-    const uint4 v = kBackward ? backward_chunk(l.a, l.b, l.g, weight(p, m), s.weights != nullptr, s.interleaved,
-                                               k < s.F, s.rule)
-                              : forward_chunk(l.a, l.b, weight(p, m), s.weights != nullptr, s.interleaved, s.rule);
-    Raw out[vec];
-    memcpy(out, &v, sizeof v);
-    return finish(p, m, k, out);
+    if constexpr (kBackward) {
+      return finish(p, m, k,
+                    backward_chunk(l.a, l.b, l.g, weight(p, m), s.weights != nullptr, s.interleaved, k < s.F, s.rule));
+    } else {
+      return finish(p, m, k, forward_chunk(l.a, l.b, weight(p, m), s.weights != nullptr, s.interleaved, s.rule));
+    }
   }
 
   // The arithmetic of one chunk, not inlined: a copy of its eight activations at every pass of every
@@ -173,18 +184,20 @@ struct SwigluInput {
         out[j] = to_raw<Base>(is_gate ? d.d_gate : d.d_up);
       }
     }
-    return finish(p, m, k, out);
-  }
-
-  // The chunk as 16 bytes, after its columns inside the tensor went to the caller's copy.
-  static __device__ __forceinline__ uint4 finish(const View& p, int64_t m, int64_t k, const Raw (&out)[vec]) {
     uint4 v;
     memcpy(&v, out, sizeof v);
+    return finish(p, m, k, v);
+  }
+
+  // The chunk, after its columns inside the tensor went to the caller's copy.
+  static __device__ __forceinline__ uint4 finish(const View& p, int64_t m, int64_t k, const uint4 v) {
     if (p.s.copy) {
       Raw* dst = static_cast<Raw*>(p.s.copy) + m * p.K + k;
       if (p.s.copy_vec && k + vec <= p.K) {
         *reinterpret_cast<uint4*>(dst) = v;
       } else {
+        Raw out[vec];
+        memcpy(out, &v, sizeof v);
 #pragma unroll
         for (int j = 0; j < vec; ++j)
           if (k + j < p.K) dst[j] = out[j];
