@@ -6,7 +6,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <future>
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -14,6 +13,7 @@
 #include <memory>
 #include <set>
 
+#include "background_jobs.hpp"
 #include "backend_memory.hpp"
 #include "checkpoint.hpp"
 #include "checkpoint_output.hpp"
@@ -153,6 +153,7 @@ void run_quantize(const QuantizeOptions& opt) {
       const auto key = scale_group_key(p.tensor->name, scale_groups);
       if (p.quantize && s.format == Format::nvfp4 && key) {
         const float a = weight_amax(backend, *p.tensor, file->view().data(*p.tensor))[0];
+        file->release(*p.tensor);
         auto [it, fresh] = group_amax.emplace(*key, a);
         if (!fresh) it->second = nan_max(it->second, a);
       }
@@ -171,9 +172,9 @@ void run_quantize(const QuantizeOptions& opt) {
   int64_t bytes_before = 0, bytes_after = 0, copied = 0;
   const auto start = std::chrono::steady_clock::now();
   std::set<std::string> written_names;
-  // A weight's outputs are written on a thread of their own while the next weight is quantized;
-  // two encoders take turns, so the buffers being written are never the ones being filled. Their
-  // buffers serve every weight of the run.
+  // Outputs are written in order on a background thread while the next weights are quantized; two
+  // encoders take turns, and an encoder is reused only once the writes from its buffers are done.
+  // Their buffers serve every weight of the run.
   WeightEncoder encoders[2] = {WeightEncoder(backend, s), WeightEncoder(backend, s)};
   int turn = 0;
 
@@ -191,25 +192,32 @@ void run_quantize(const QuantizeOptions& opt) {
     for (const auto& [key, value] : settings_metadata(s)) metadata[key] = value;
     metadata["quantization_config"] = config.dump();
     st::SafetensorsWriter writer(out.shard_path(i), specs, metadata, st::permission_bits(in.shard_path(i)));
-    std::future<void> writing;  // the previous weight's writes (destroyed, so waited for, first)
-    auto finish_writing = [&writing] {
-      if (writing.valid()) writing.get();  // rethrows a write error
-    };
+    BackgroundJobs writing;  // declared after what its jobs use, so it stops first on an error
+    uint64_t encoder_writes[2] = {0, 0};  // the ticket of the last write from each encoder's buffers
 
     for (const Plan& p : plans) {
       const st::TensorInfo& t = *p.tensor;
       if (!p.quantize) {
-        finish_writing();
-        writer.write(t.name, view.data(t), t.bytes());
+        writing.submit([&writer, &file, &t] {
+          // A piece at a time, each released once written, so a large tensor is never resident whole.
+          constexpr uint64_t kPiece = uint64_t{8} << 20;
+          const uint8_t* data = file->view().data(t);
+          for (uint64_t at = 0; at < t.bytes() || at == 0; at += kPiece) {
+            const uint64_t n = std::min<uint64_t>(kPiece, t.bytes() - at);
+            writer.write(t.name, data + at, n);
+            file->release_bytes(data + at, n);
+          }
+        });
         out.add_to_index(t.name, i, t.bytes());
         ++copied;
         if (!p.kept_reason.empty())
           outcomes.push_back(outcome(t, "kept: " + p.kept_reason, static_cast<int64_t>(t.bytes()), std::nullopt));
       } else if (layout == Layout::gpt_oss) {
         const gpt_oss::Encoded w = gpt_oss::encode(backend, s.rule, t, view.data(t), opt.stats);
-        finish_writing();
+        writing.wait_all();
         writer.write(gpt_oss::blocks_name(t.name), w.blocks.data(), w.blocks.size());
         writer.write(gpt_oss::scales_name(t.name), w.scales.data(), w.scales.size());
+        file->release(t);
         out.add_to_index(gpt_oss::blocks_name(t.name), i, w.blocks.size());
         out.add_to_index(gpt_oss::scales_name(t.name), i, w.scales.size());
         const int64_t after = static_cast<int64_t>(w.blocks.size() + w.scales.size());
@@ -220,16 +228,17 @@ void run_quantize(const QuantizeOptions& opt) {
         const auto key = scale_group_key(t.name, scale_groups);
         const auto shared = key ? group_amax.find(*key) : group_amax.end();
         WeightEncoder& encoder = encoders[turn];
-        turn ^= 1;
+        writing.wait(encoder_writes[turn]);
         const EncodedWeight w =
             encoder.encode(t, view.data(t), shared != group_amax.end() ? &shared->second : nullptr, opt.stats);
+        file->release(t);
         const QuantizedNames names = quantized_names(t.name, s.format);
-        finish_writing();
-        writing = std::async(std::launch::async, [&writer, names, w] {
+        encoder_writes[turn] = writing.submit([&writer, names, w] {
           writer.write(names.data, w.data.data, w.data.size);
           writer.write(names.scale, w.scales.data, w.scales.size);
           if (!names.global_scale.empty()) writer.write(names.global_scale, w.global_scale.data, w.global_scale.size);
         });
+        turn ^= 1;
         out.add_to_index(names.data, i, w.data.size);
         out.add_to_index(names.scale, i, w.scales.size);
         int64_t after = static_cast<int64_t>(w.data.size + w.scales.size);
@@ -243,7 +252,7 @@ void run_quantize(const QuantizeOptions& opt) {
       }
       progress.advance(static_cast<int64_t>(t.bytes()), t.name);
     }
-    finish_writing();
+    writing.wait_all();
     writer.commit();
   }
   out.finish([&](nlohmann::json& cfg) { cfg["quantization_config"] = config; });

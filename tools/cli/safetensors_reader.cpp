@@ -244,6 +244,14 @@ MappedFile::MappedFile(const std::string& path) {
   ::close(fd);
 }
 
+void MappedFile::release(const void* p, size_t bytes) const {
+  const auto page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<uintptr_t>(p), end = begin + bytes;
+  const uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;
+  // Advice only: where it fails the pages just stay mapped.
+  if (first < last) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
+
 MappedFile::~MappedFile() {
   if (data_) ::munmap(const_cast<uint8_t*>(data_), size_);
 }

@@ -60,6 +60,9 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
+  // Drops the whole pages inside [p, p + bytes) from this process's memory (a later read maps them
+  // again from the file), so reading a large file tensor by tensor does not keep all of it resident.
+  void release(const void* p, size_t bytes) const;
 
  private:
   const uint8_t* data_ = nullptr;
@@ -73,6 +76,9 @@ class SafetensorsFile {
       : path_(path), map_(path), view_(SafetensorsView::parse(map_.data(), map_.size(), path)) {}
   const std::string& path() const { return path_; }
   const SafetensorsView& view() const { return view_; }
+  // MappedFile::release for the bytes of a tensor of this file, once they have been used.
+  void release(const TensorInfo& t) const { map_.release(view_.data(t), t.bytes()); }
+  void release_bytes(const void* p, size_t bytes) const { map_.release(p, bytes); }
 
  private:
   std::string path_;

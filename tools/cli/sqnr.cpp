@@ -8,6 +8,10 @@
 #include <cstring>
 #include <limits>
 
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
+
 namespace mxq::cli {
 
 float load_as_float(const void* data, DType dtype, int64_t i) {
@@ -31,41 +35,88 @@ void Sqnr::add(float reference, float approximation) {
 }
 
 void Sqnr::add(const void* reference, DType dtype, const float* approximation, int64_t n) {
-  // The reference is widened a piece at a time, so that the sums run over two plain fp32 arrays.
-  constexpr int64_t kPiece = 1024;
-  float widened[kPiece];
   const auto* bytes = static_cast<const unsigned char*>(reference);
-  for (int64_t at = 0; at < n; at += kPiece) {
-    const int64_t m = std::min(kPiece, n - at);
-    const float* ref = widened;
-    if (dtype == DType::fp32) {
-      std::memcpy(widened, bytes + at * 4, static_cast<size_t>(m) * 4);
-    } else {
-      for (int64_t i = 0; i < m; ++i) {
-        uint16_t h;
-        std::memcpy(&h, bytes + (at + i) * 2, 2);
-        widened[i] = dtype == DType::bf16 ? num::bf16_to_float(h) : num::fp16_to_float(h);
-      }
-    }
-    add_finite(ref, approximation + at, m);
-  }
+  for (int64_t at = 0; at < n; at += kPiece)
+    add(piece_sums(bytes + at * dtype_size(dtype), dtype, approximation + at, std::min(kPiece, n - at)));
 }
 
-void Sqnr::add_finite(const float* reference, const float* approximation, int64_t n) {
-  // Four independent partial sums per quantity keep the adds from waiting on one another.
+namespace {
+
+// Element i goes to partial sum i % 4 and the four are added pairwise, the order every caller's
+// totals depend on; four independent sums also keep the adds from waiting on one another.
+struct Lanes {
   double signal[4] = {}, noise[4] = {};
   int64_t count = 0;
-  for (int64_t i = 0; i < n; ++i) {
-    const bool finite = num::abs_bits(reference[i]) < num::kF32ExpMask;
-    const double r = finite ? static_cast<double>(reference[i]) : 0.0;
-    const double d = finite ? r - static_cast<double>(approximation[i]) : 0.0;
-    signal[i % 4] += r * r;
-    noise[i % 4] += d * d;
+
+  void add(int lane, float x, float approximation) {
+    const bool finite = num::abs_bits(x) < num::kF32ExpMask;
+    const double r = finite ? static_cast<double>(x) : 0.0;
+    const double d = finite ? r - static_cast<double>(approximation) : 0.0;
+    signal[lane] += r * r;
+    noise[lane] += d * d;
     count += finite;
   }
-  signal_ += (signal[0] + signal[1]) + (signal[2] + signal[3]);
-  noise_ += (noise[0] + noise[1]) + (noise[2] + noise[3]);
-  count_ += count;
+  SqnrSums sums() const {
+    return {(signal[0] + signal[1]) + (signal[2] + signal[3]), (noise[0] + noise[1]) + (noise[2] + noise[3]), count};
+  }
+};
+
+#ifdef __SSE2__
+// Four elements from i on as fp32.
+__m128 load4(const unsigned char* bytes, DType dtype, int64_t i) {
+  if (dtype == DType::bf16) {  // bf16 is the top half of an fp32
+    const __m128i h = _mm_loadl_epi64(reinterpret_cast<const __m128i*>(bytes + i * 2));
+    return _mm_castsi128_ps(_mm_unpacklo_epi16(_mm_setzero_si128(), h));
+  }
+  if (dtype == DType::fp32) return _mm_loadu_ps(reinterpret_cast<const float*>(bytes + i * 4));
+  return _mm_setr_ps(load_as_float(bytes, dtype, i), load_as_float(bytes, dtype, i + 1),
+                     load_as_float(bytes, dtype, i + 2), load_as_float(bytes, dtype, i + 3));
+}
+#endif
+
+SqnrSums sums_of(const unsigned char* bytes, DType dtype, const float* approximation, int64_t n) {
+  Lanes lanes;
+  int64_t i = 0;
+#ifdef __SSE2__
+  // The same IEEE operations lane by lane as Lanes::add, two doubles a register: lanes 0-1 and 2-3.
+  // A non-finite reference lane has both its value and its approximation zeroed, so it adds 0 to
+  // both sums, as Lanes::add does.
+  __m128d s01 = _mm_setzero_pd(), s23 = _mm_setzero_pd(), n01 = _mm_setzero_pd(), n23 = _mm_setzero_pd();
+  const __m128i abs_mask = _mm_set1_epi32(0x7FFFFFFF), exp_mask = _mm_set1_epi32(static_cast<int>(num::kF32ExpMask));
+  int64_t count = 0;
+  for (; i + 4 <= n; i += 4) {
+    const __m128 x = load4(bytes, dtype, i);
+    const __m128i abs = _mm_and_si128(_mm_castps_si128(x), abs_mask);
+    const __m128 finite = _mm_castsi128_ps(_mm_cmplt_epi32(abs, exp_mask));  // abs < 2^31: signed compare is right
+    const __m128 xr = _mm_and_ps(x, finite), xa = _mm_and_ps(_mm_loadu_ps(approximation + i), finite);
+    const __m128d r01 = _mm_cvtps_pd(xr), r23 = _mm_cvtps_pd(_mm_movehl_ps(xr, xr));
+    const __m128d d01 = _mm_sub_pd(r01, _mm_cvtps_pd(xa)), d23 = _mm_sub_pd(r23, _mm_cvtps_pd(_mm_movehl_ps(xa, xa)));
+    s01 = _mm_add_pd(s01, _mm_mul_pd(r01, r01));
+    s23 = _mm_add_pd(s23, _mm_mul_pd(r23, r23));
+    n01 = _mm_add_pd(n01, _mm_mul_pd(d01, d01));
+    n23 = _mm_add_pd(n23, _mm_mul_pd(d23, d23));
+    count += __builtin_popcount(static_cast<unsigned>(_mm_movemask_ps(finite)));
+  }
+  _mm_storeu_pd(lanes.signal, s01);
+  _mm_storeu_pd(lanes.signal + 2, s23);
+  _mm_storeu_pd(lanes.noise, n01);
+  _mm_storeu_pd(lanes.noise + 2, n23);
+  lanes.count = count;
+#endif
+  for (int lane = 0; i < n; ++i, ++lane) lanes.add(lane, load_as_float(bytes, dtype, i), approximation[i]);
+  return lanes.sums();
+}
+
+}  // namespace
+
+SqnrSums Sqnr::piece_sums(const void* reference, DType dtype, const float* approximation, int64_t n) {
+  return sums_of(static_cast<const unsigned char*>(reference), dtype, approximation, n);
+}
+
+void Sqnr::add(const SqnrSums& piece) {
+  signal_ += piece.signal;
+  noise_ += piece.noise;
+  count_ += piece.count;
 }
 
 void Sqnr::merge(const Sqnr& other) {

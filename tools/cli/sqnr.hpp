@@ -12,8 +12,21 @@ namespace mxq::cli {
 // Element i of a bf16/fp16/fp32 array as fp32 (exact); `data` needs no alignment.
 float load_as_float(const void* data, DType dtype, int64_t i);
 
+// The sums of one piece of a round trip, added to a Sqnr in piece order: pieces may be summed on
+// any thread, and the totals stay those of one thread adding them in turn.
+struct SqnrSums {
+  double signal = 0, noise = 0;
+  int64_t count = 0;
+};
+
 class Sqnr {
  public:
+  // Elements per piece of add(reference, dtype, ...): its sums restart every kPiece elements.
+  static constexpr int64_t kPiece = 1024;
+  // The sums add() forms for one piece of n <= kPiece elements.
+  static SqnrSums piece_sums(const void* reference, DType dtype, const float* approximation, int64_t n);
+  void add(const SqnrSums& piece);
+
   void add(float reference, float approximation);
   // Adds n elements of `reference` (any float dtype) against fp32 `approximation`.
   void add(const void* reference, DType dtype, const float* approximation, int64_t n);
@@ -22,7 +35,6 @@ class Sqnr {
   bool empty() const { return count_ == 0; }
 
  private:
-  void add_finite(const float* reference, const float* approximation, int64_t n);  // fp32 both
   double signal_ = 0, noise_ = 0;
   int64_t count_ = 0;
 };

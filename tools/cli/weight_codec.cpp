@@ -10,6 +10,7 @@
 #include "cli_error.hpp"
 #include "quantize_runner.hpp"
 #include "sqnr.hpp"
+#include "worker_pool.hpp"
 
 namespace mxq::cli {
 namespace {
@@ -73,6 +74,70 @@ void decode_rowwise(Backend backend, const QuantSettings& s, const TensorView& s
       visit(values, (e * shape.rows + r0) * shape.cols, rows * shape.cols);
     }
   }
+}
+
+// The SQNR decode_rowwise's bands of `band_elements` would give, with the cpu backend: each band is
+// cut into units of whole 128-row tiles (a multiple of Sqnr::kPiece elements, as cols is a multiple
+// of 8) that threads decode and sum while they are in cache; the pieces' sums are then added in
+// the order one thread would add them, so the result is the same bit for bit.
+double rowwise_sqnr_cpu(const QuantSettings& s, const TensorView& shape, const uint8_t* data, const uint8_t* scales,
+                        const float* s_dec, const uint8_t* reference, int64_t band_elements) {
+  const int64_t block = num::format_block(s.format);
+  const int64_t row_bytes = shape.cols * num::format_elem_bits(s.format) / 8;
+  const int64_t scale_cols = num::ceil_div(shape.cols, block);
+  const bool blocked = s.layout == ScaleLayout::blocked;
+  const int64_t scale_row_bytes = blocked ? num::blocked_cols(scale_cols) : scale_cols;
+  const int64_t scale_batch_bytes = blocked ? num::blocked_bytes(shape.rows, scale_cols) : shape.rows * scale_cols;
+  const int64_t band = std::max<int64_t>(128, band_elements / std::max<int64_t>(shape.cols, 1) / 128 * 128);
+  // About 128K elements a unit: its fp32 decode (512 KiB) stays in a core's L2.
+  constexpr int64_t kUnitElements = int64_t{1} << 17;
+  const int64_t unit = std::min(band, std::max<int64_t>(128, kUnitElements / std::max<int64_t>(shape.cols, 1) / 128 * 128));
+
+  struct Unit {
+    int64_t batch, row, rows, first_piece;
+  };
+  std::vector<Unit> units;
+  int64_t pieces = 0;
+  for (int64_t e = 0; e < shape.batch; ++e)
+    for (int64_t b0 = 0; b0 < shape.rows; b0 += band)
+      for (int64_t r0 = b0; r0 < std::min(shape.rows, b0 + band); r0 += unit) {
+        const int64_t rows = std::min({unit, shape.rows - r0, b0 + band - r0});
+        units.push_back({e, r0, rows, pieces});
+        pieces += num::ceil_div(rows * shape.cols, Sqnr::kPiece);
+      }
+  std::vector<SqnrSums> sums(static_cast<size_t>(pieces));
+  const int64_t ref_size = dtype_size(shape.dtype);
+
+  const int64_t threads = std::min<int64_t>(worker_threads(), static_cast<int64_t>(units.size()));
+  run_tasks(threads, [&](int64_t t) {
+    std::vector<float> decoded;
+    // Contiguous runs of units per thread, so each reads its own stretch of memory.
+    const int64_t lo = static_cast<int64_t>(units.size()) * t / threads;
+    const int64_t hi = static_cast<int64_t>(units.size()) * (t + 1) / threads;
+    for (int64_t u = lo; u < hi; ++u) {
+      const Unit& un = units[static_cast<size_t>(u)];
+      const int64_t n = un.rows * shape.cols;
+      decoded.resize(static_cast<size_t>(n));
+      DequantizeArgs args;
+      args.params = QuantizeParams{s.format, s.rule, s.layout, Direction::rowwise};
+      args.rows = un.rows;
+      args.cols = shape.cols;
+      args.data = data + (un.batch * shape.rows + un.row) * row_bytes;
+      args.scales = scales + un.batch * scale_batch_bytes + un.row * scale_row_bytes;
+      args.s_dec = s_dec ? s_dec + un.batch : nullptr;
+      args.out_dtype = DType::fp32;
+      args.backend = Backend::cpu;
+      args.out = decoded.data();
+      check(dequantize(args), "dequantize");
+      const uint8_t* ref = reference + (un.batch * shape.rows + un.row) * shape.cols * ref_size;
+      for (int64_t at = 0, p = un.first_piece; at < n; at += Sqnr::kPiece, ++p)
+        sums[static_cast<size_t>(p)] = Sqnr::piece_sums(ref + at * ref_size, shape.dtype, decoded.data() + at,
+                                                        std::min(Sqnr::kPiece, n - at));
+    }
+  });
+  Sqnr sqnr;
+  for (const SqnrSums& p : sums) sqnr.add(p);
+  return sqnr.db();
 }
 
 }  // namespace
@@ -148,6 +213,12 @@ EncodedWeight WeightEncoder::encode(const st::TensorInfo& t, const uint8_t* byte
 
   // Pieces of about a million elements, so each stays in cache between dequantize and the sums.
   constexpr int64_t kStatsBand = int64_t{1} << 20;
+  if (backend_ == Backend::cpu) {
+    w.sqnr_db = rowwise_sqnr_cpu(s, job.input, static_cast<const uint8_t*>(q_.row_data.data()),
+                                 static_cast<const uint8_t*>(q_.row_scales.data()),
+                                 static_cast<const float*>(q_.s_dec.data()), bytes, kStatsBand);
+    return w;
+  }
   Sqnr sqnr;
   decode_rowwise(backend_, s, job.input, static_cast<const uint8_t*>(q_.row_data.data()),
                  static_cast<const uint8_t*>(q_.row_scales.data()), static_cast<const float*>(q_.s_dec.data()),
