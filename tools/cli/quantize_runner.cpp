@@ -17,7 +17,7 @@ Quantized quantize_on(Backend backend, const QuantizeJob& job) {
   return q;
 }
 
-void quantize_into(Backend backend, const QuantizeJob& job, Quantized& q) {
+QuantizeArgs prepare_into(Backend backend, const QuantizeJob& job, Quantized& q) {
   QuantizeArgs args;
   args.input = job.input;
   args.params = job.params;
@@ -47,7 +47,11 @@ void quantize_into(Backend backend, const QuantizeJob& job, Quantized& q) {
     args.out.s_enc = q.s_enc.as<float>();
     args.out.s_dec = q.s_dec.as<float>();
   }
+  return args;
+}
 
+void quantize_into(Backend backend, const QuantizeJob& job, Quantized& q) {
+  const QuantizeArgs args = prepare_into(backend, job, q);
   synchronize(backend);
   const auto start = std::chrono::steady_clock::now();
   check(quantize(args), "quantize");

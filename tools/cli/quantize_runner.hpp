@@ -32,6 +32,10 @@ Quantized quantize_on(Backend backend, const QuantizeJob& job);
 // enough (for weight after weight of a checkpoint).
 void quantize_into(Backend backend, const QuantizeJob& job, Quantized& q);
 
+// The first half of quantize_into: sizes `q`'s buffers for `job` and returns the arguments of the
+// quantize call that would fill them (for callers that quantize the rows a piece at a time).
+QuantizeArgs prepare_into(Backend backend, const QuantizeJob& job, Quantized& q);
+
 // Dequantizes one direction (rowwise or colwise) of `q` into fp32 host memory, shape
 // (batch, rows', cols) row-major as docs/layouts.md describes.
 std::vector<float> dequantize_on(Backend backend, const QuantizeJob& job, const Quantized& q, Direction direction);

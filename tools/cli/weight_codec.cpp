@@ -4,6 +4,7 @@
 #include <mxq/numerics/layout.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
 
 #include "backend_memory.hpp"
@@ -79,9 +80,12 @@ void decode_rowwise(Backend backend, const QuantSettings& s, const TensorView& s
 // The SQNR decode_rowwise's bands of `band_elements` would give, with the cpu backend: each band is
 // cut into units of whole 128-row tiles (a multiple of Sqnr::kPiece elements, as cols is a multiple
 // of 8) that threads decode and sum while they are in cache; the pieces' sums are then added in
-// the order one thread would add them, so the result is the same bit for bit.
-double rowwise_sqnr_cpu(const QuantSettings& s, const TensorView& shape, const uint8_t* data, const uint8_t* scales,
-                        const float* s_dec, const uint8_t* reference, int64_t band_elements) {
+// the order one thread would add them, so the result is the same bit for bit. With `quantize_rows`
+// (the whole weight's quantize call, linear scales, tensor_amax given for nvfp4) each unit is first
+// quantized on its own: rowwise blocks never span rows, so the bytes are the whole call's.
+double sqnr_by_units_cpu(const QuantSettings& s, const TensorView& shape, uint8_t* data, uint8_t* scales,
+                         const float* s_dec, const uint8_t* reference, int64_t band_elements,
+                         const QuantizeArgs* quantize_rows) {
   const int64_t block = num::format_block(s.format);
   const int64_t row_bytes = shape.cols * num::format_elem_bits(s.format) / 8;
   const int64_t scale_cols = num::ceil_div(shape.cols, block);
@@ -117,19 +121,38 @@ double rowwise_sqnr_cpu(const QuantSettings& s, const TensorView& shape, const u
     for (int64_t u = lo; u < hi; ++u) {
       const Unit& un = units[static_cast<size_t>(u)];
       const int64_t n = un.rows * shape.cols;
+      uint8_t* unit_data = data + (un.batch * shape.rows + un.row) * row_bytes;
+      uint8_t* unit_scales = scales + un.batch * scale_batch_bytes + un.row * scale_row_bytes;
+      const uint8_t* ref = reference + (un.batch * shape.rows + un.row) * shape.cols * ref_size;
+      const float* unit_s_dec = s_dec ? s_dec + un.batch : nullptr;
+      float local_s_enc = 0, local_s_dec = 0;  // the tensor scales again, from units past a batch's first
+      if (quantize_rows) {
+        QuantizeArgs q = *quantize_rows;
+        q.input.data = ref;
+        q.input.batch = 1;
+        q.input.rows = un.rows;
+        if (q.tensor_amax) q.tensor_amax += un.batch;
+        q.out.row_data = unit_data;
+        q.out.row_scales = unit_scales;
+        const bool first = un.row == 0;  // the one unit of its batch that stores the tensor scales
+        if (q.out.s_enc) q.out.s_enc = first ? q.out.s_enc + un.batch : &local_s_enc;
+        if (q.out.s_dec) q.out.s_dec = first ? q.out.s_dec + un.batch : &local_s_dec;
+        q.backend = Backend::cpu;
+        check(quantize(q), "quantize");
+        unit_s_dec = q.out.s_dec;
+      }
       decoded.resize(static_cast<size_t>(n));
       DequantizeArgs args;
       args.params = QuantizeParams{s.format, s.rule, s.layout, Direction::rowwise};
       args.rows = un.rows;
       args.cols = shape.cols;
-      args.data = data + (un.batch * shape.rows + un.row) * row_bytes;
-      args.scales = scales + un.batch * scale_batch_bytes + un.row * scale_row_bytes;
-      args.s_dec = s_dec ? s_dec + un.batch : nullptr;
+      args.data = unit_data;
+      args.scales = unit_scales;
+      args.s_dec = unit_s_dec;
       args.out_dtype = DType::fp32;
       args.backend = Backend::cpu;
       args.out = decoded.data();
       check(dequantize(args), "dequantize");
-      const uint8_t* ref = reference + (un.batch * shape.rows + un.row) * shape.cols * ref_size;
       for (int64_t at = 0, p = un.first_piece; at < n; at += Sqnr::kPiece, ++p)
         sums[static_cast<size_t>(p)] = Sqnr::piece_sums(ref + at * ref_size, shape.dtype, decoded.data() + at,
                                                         std::min(Sqnr::kPiece, n - at));
@@ -178,6 +201,14 @@ std::vector<float> weight_amax(Backend backend, const st::TensorInfo& t, const u
   return out.download_all<float>();
 }
 
+void WeightEncoder::check_sizes(const st::TensorInfo& t) const {
+  // The checkpoint's shapes and the library's sizes are two statements of one layout.
+  if (q_.sizes.row_data_bytes != product(data_shape(t.shape, settings_.format)) ||
+      q_.sizes.row_scale_bytes != product(scale_shape(t.shape, settings_)))
+    throw CliError(kExitFailure,
+                   "internal: stored shapes of '" + t.name + "' disagree with the library's output sizes");
+}
+
 HostBytes WeightEncoder::to_host(const BackendBuffer& buffer, std::vector<uint8_t>& host) const {
   if (backend_ == Backend::cpu) return {buffer.data(), buffer.size()};
   host.resize(buffer.size());
@@ -197,26 +228,39 @@ EncodedWeight WeightEncoder::encode(const st::TensorInfo& t, const uint8_t* byte
     amax_.upload(tensor_amax, job.input.batch * sizeof(float));
     job.tensor_amax = amax_.as<float>();
   }
-  quantize_into(backend_, job, q_);
-
-  // The checkpoint's shapes and the library's sizes are two statements of one layout.
-  if (q_.sizes.row_data_bytes != product(data_shape(t.shape, s.format)) ||
-      q_.sizes.row_scale_bytes != product(scale_shape(t.shape, s)))
-    throw CliError(kExitFailure,
-                   "internal: stored shapes of '" + t.name + "' disagree with the library's output sizes");
+  // The SQNR sums pieces of about a million elements (their order fixes the result's bits).
+  constexpr int64_t kStatsBand = int64_t{1} << 20;
+  // cpu with stats and linear scales: each unit of rows is quantized, decoded and summed while it is
+  // in cache. nvfp4 then needs the amax up front (the whole call would find the same one).
+  const bool fused = backend_ == Backend::cpu && stats && s.layout == ScaleLayout::linear;
+  std::optional<double> sqnr_db;
+  if (fused) {
+    QuantizeArgs whole = prepare_into(backend_, job, q_);
+    if (s.format == Format::nvfp4 && !whole.tensor_amax) {
+      amax_.resize(backend_, job.input.batch * sizeof(float));
+      check(mxq::tensor_amax(job.input, amax_.as<float>(), backend_), "tensor_amax");
+      whole.tensor_amax = amax_.as<float>();
+    }
+    check_sizes(t);
+    const auto start = std::chrono::steady_clock::now();
+    sqnr_db = sqnr_by_units_cpu(s, job.input, q_.row_data.as<uint8_t>(), q_.row_scales.as<uint8_t>(),
+                                nullptr, bytes, kStatsBand, &whole);
+    q_.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  } else {
+    quantize_into(backend_, job, q_);
+    check_sizes(t);
+  }
   EncodedWeight w;
   w.seconds = q_.seconds;
   w.data = to_host(q_.row_data, host_data_);
   w.scales = to_host(q_.row_scales, host_scales_);
   if (s.format == Format::nvfp4) w.global_scale = to_host(q_.s_enc, host_global_scale_);
-  if (!stats) return w;
+  w.sqnr_db = sqnr_db;
+  if (!stats || fused) return w;
 
-  // Pieces of about a million elements, so each stays in cache between dequantize and the sums.
-  constexpr int64_t kStatsBand = int64_t{1} << 20;
   if (backend_ == Backend::cpu) {
-    w.sqnr_db = rowwise_sqnr_cpu(s, job.input, static_cast<const uint8_t*>(q_.row_data.data()),
-                                 static_cast<const uint8_t*>(q_.row_scales.data()),
-                                 static_cast<const float*>(q_.s_dec.data()), bytes, kStatsBand);
+    w.sqnr_db = sqnr_by_units_cpu(s, job.input, q_.row_data.as<uint8_t>(), q_.row_scales.as<uint8_t>(),
+                                  q_.s_dec.as<float>(), bytes, kStatsBand, nullptr);
     return w;
   }
   Sqnr sqnr;

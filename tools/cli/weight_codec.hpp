@@ -51,6 +51,7 @@ class WeightEncoder {
 
  private:
   HostBytes to_host(const BackendBuffer& buffer, std::vector<uint8_t>& host) const;
+  void check_sizes(const st::TensorInfo& t) const;  // throws when q_ disagrees with t's stored shapes
 
   Backend backend_;
   QuantSettings settings_;
