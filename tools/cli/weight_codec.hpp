@@ -46,8 +46,7 @@ class WeightEncoder {
   // `tensor_amax` (nvfp4, optional): one float per batch on the host, the amax the global scale is
   // derived from (shared by a fused group); null: the weight's own. `stats`: also the SQNR of the
   // round trip (a decode of the weight; on cpu in the same pass, 128 rows at a time). The result
-  // points into this encoder's buffers and
-  // stays valid until the next encode.
+  // points into this encoder's buffers and stays valid until the next encode.
   EncodedWeight encode(const st::TensorInfo& t, const uint8_t* bytes, const float* tensor_amax, bool stats);
 
  private:
