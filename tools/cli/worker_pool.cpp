@@ -11,6 +11,8 @@
 namespace mxq::cli {
 namespace {
 
+thread_local bool t_in_task = false;  // set while this thread runs a task: a nested call runs inline
+
 class WorkerPool {
  public:
   // Never destroyed: workers stay parked until the process exits, so no call races a destructor.
@@ -54,11 +56,13 @@ class WorkerPool {
       const std::function<void(int64_t)>* task = job_;
       lock.unlock();
       std::exception_ptr error;
+      t_in_task = true;
       try {
         (*task)(i);
       } catch (...) {
         error = std::current_exception();
       }
+      t_in_task = false;
       lock.lock();
       if (error && !error_) error_ = error;
       if (++done_ == tasks_) finished_.notify_all();
@@ -86,8 +90,8 @@ class WorkerPool {
 
 void run_tasks(int64_t tasks, const std::function<void(int64_t)>& task) {
   if (tasks <= 0) return;
-  if (tasks == 1) {
-    task(0);
+  if (tasks == 1 || t_in_task) {
+    for (int64_t i = 0; i < tasks; ++i) task(i);
     return;
   }
   WorkerPool::instance().run(tasks, task);
