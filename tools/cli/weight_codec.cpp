@@ -8,10 +8,10 @@
 #include <cstring>
 
 #include "backend_memory.hpp"
+#include "cpu/thread_pool.hpp"
 #include "cli_error.hpp"
 #include "quantize_runner.hpp"
 #include "sqnr.hpp"
-#include "worker_pool.hpp"
 
 namespace mxq::cli {
 namespace {
@@ -34,6 +34,20 @@ TensorView view_of(const std::vector<int64_t>& shape, DType dtype, const void* d
   return v;
 }
 
+// Where the rowwise codes and scales of a (batch, rows, cols) tensor lie, and the rows of a band of
+// at most `band_elements` (whole 128-row tiles: both scale layouts start a fresh run of rows there).
+struct RowwiseLayout {
+  int64_t row_bytes, scale_row_bytes, scale_batch_bytes, band;
+  RowwiseLayout(const QuantSettings& s, const TensorView& shape, int64_t band_elements) {
+    const int64_t scale_cols = num::ceil_div(shape.cols, num::format_block(s.format));
+    const bool blocked = s.layout == ScaleLayout::blocked;
+    row_bytes = shape.cols * num::format_elem_bits(s.format) / 8;
+    scale_row_bytes = blocked ? num::blocked_cols(scale_cols) : scale_cols;
+    scale_batch_bytes = blocked ? num::blocked_bytes(shape.rows, scale_cols) : shape.rows * scale_cols;
+    band = std::max<int64_t>(128, band_elements / std::max<int64_t>(shape.cols, 1) / 128 * 128);
+  }
+};
+
 // Dequantizes rowwise-quantized (batch, rows, cols) data held in backend memory, a band of rows
 // at a time. Bands start on multiples of 128 rows, where both scale layouts start a fresh run of
 // rows: linear scales at row * ceil(cols/block), blocked at row * Cp (a whole 128-row tile).
@@ -41,13 +55,9 @@ TensorView view_of(const std::vector<int64_t>& shape, DType dtype, const void* d
 void decode_rowwise(Backend backend, const QuantSettings& s, const TensorView& shape, const uint8_t* data,
                     const uint8_t* scales, const float* s_dec, DType dtype, int64_t band_elements, BackendBuffer& out,
                     const ChunkVisitor& visit) {
-  const int64_t block = num::format_block(s.format);
-  const int64_t row_bytes = shape.cols * num::format_elem_bits(s.format) / 8;
-  const int64_t scale_cols = num::ceil_div(shape.cols, block);
-  const bool blocked = s.layout == ScaleLayout::blocked;
-  const int64_t scale_row_bytes = blocked ? num::blocked_cols(scale_cols) : scale_cols;
-  const int64_t scale_batch_bytes = blocked ? num::blocked_bytes(shape.rows, scale_cols) : shape.rows * scale_cols;
-  const int64_t band = std::max<int64_t>(128, band_elements / std::max<int64_t>(shape.cols, 1) / 128 * 128);
+  const RowwiseLayout l(s, shape, band_elements);
+  const int64_t row_bytes = l.row_bytes, scale_row_bytes = l.scale_row_bytes, scale_batch_bytes = l.scale_batch_bytes;
+  const int64_t band = l.band;
   std::vector<uint8_t> host;  // cuda: the piece downloaded
   const int64_t out_size = dtype_size(dtype);
 
@@ -86,13 +96,9 @@ void decode_rowwise(Backend backend, const QuantSettings& s, const TensorView& s
 double sqnr_by_units_cpu(const QuantSettings& s, const TensorView& shape, uint8_t* data, uint8_t* scales,
                          const float* s_dec, const uint8_t* reference, int64_t band_elements,
                          const QuantizeArgs* quantize_rows) {
-  const int64_t block = num::format_block(s.format);
-  const int64_t row_bytes = shape.cols * num::format_elem_bits(s.format) / 8;
-  const int64_t scale_cols = num::ceil_div(shape.cols, block);
-  const bool blocked = s.layout == ScaleLayout::blocked;
-  const int64_t scale_row_bytes = blocked ? num::blocked_cols(scale_cols) : scale_cols;
-  const int64_t scale_batch_bytes = blocked ? num::blocked_bytes(shape.rows, scale_cols) : shape.rows * scale_cols;
-  const int64_t band = std::max<int64_t>(128, band_elements / std::max<int64_t>(shape.cols, 1) / 128 * 128);
+  const RowwiseLayout l(s, shape, band_elements);
+  const int64_t row_bytes = l.row_bytes, scale_row_bytes = l.scale_row_bytes, scale_batch_bytes = l.scale_batch_bytes;
+  const int64_t band = l.band;
   // About 128K elements a unit: its fp32 decode (512 KiB) stays in a core's L2.
   constexpr int64_t kUnitElements = int64_t{1} << 17;
   const int64_t unit = std::min(band, std::max<int64_t>(128, kUnitElements / std::max<int64_t>(shape.cols, 1) / 128 * 128));
@@ -112,8 +118,8 @@ double sqnr_by_units_cpu(const QuantSettings& s, const TensorView& shape, uint8_
   std::vector<SqnrSums> sums(static_cast<size_t>(pieces));
   const int64_t ref_size = dtype_size(shape.dtype);
 
-  const int64_t threads = std::min<int64_t>(worker_threads(), static_cast<int64_t>(units.size()));
-  run_tasks(threads, [&](int64_t t) {
+  const int64_t threads = std::min<int64_t>(cpu::pool_threads(), static_cast<int64_t>(units.size()));
+  cpu::run_on_pool(threads, [&](int64_t t) {
     std::vector<float> decoded;
     // Contiguous runs of units per thread, so each reads its own stretch of memory.
     const int64_t lo = static_cast<int64_t>(units.size()) * t / threads;
