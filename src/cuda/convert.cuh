@@ -35,16 +35,4 @@ __device__ __forceinline__ uint32_t encode_pair<num::E5M2>(float lo, float hi) {
 }
 #endif
 
-// The fp32 reciprocal 1 / p rounded to nearest for p in [2^-126, 2^126) (exponent field 1..252):
-// the in-range path of the compiler's IEEE reciprocal, an approximate reciprocal and one fma
-// correction, without its range test and call to the general routine.
-// tests/cuda/convert_test.cu proves it equal to 1.0f / p on every such p.
-__device__ __forceinline__ float rcp_rn_in_range(float p) {
-  float r;
-  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(p));
-  return __fmaf_rn(r, __fmaf_rn(-p, r, 1.0f), r);
-}
-constexpr float kRcpInRangeMin = 0x1p-126f;  // rcp_rn_in_range: p >= this and p < kRcpInRangeEnd
-constexpr float kRcpInRangeEnd = 0x1p126f;
-
 }  // namespace mxq::cuda

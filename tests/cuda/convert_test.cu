@@ -157,14 +157,14 @@ __global__ void compare_rcp(uint32_t first, uint64_t n, uint32_t stride, Mismatc
   for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < n; i += uint64_t(gridDim.x) * blockDim.x) {
     const uint32_t bits = first + static_cast<uint32_t>(i * stride);
     const float p = num::u2f(bits);
-    if (num::f2u(cuda::rcp_rn_in_range(p)) != num::f2u(1.0f / p)) {
+    if (num::f2u(num::rcp_rn_in_range(p)) != num::f2u(1.0f / p)) {
       if (atomicAdd(&out->count, 1ull) == 0) out->first_input = bits;
     }
   }
 }
 
 TEST(CudaConvert, RcpInRangeEqualsIeeeReciprocalOnItsWholeRange) {
-  const uint32_t first = num::f2u(cuda::kRcpInRangeMin), end = num::f2u(cuda::kRcpInRangeEnd);
+  const uint32_t first = num::f2u(num::kRcpInRangeMin), end = num::f2u(num::kRcpInRangeEnd);
   const uint32_t stride = quick_mode() ? 40503 : 1;
   DeviceBuffer buf(sizeof(Mismatches));
   buf.fill(0);

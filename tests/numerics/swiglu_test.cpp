@@ -1,6 +1,6 @@
-// The SwiGLU numerics: exp_f32 against the correctly rounded exp, the activation and its gradient
-// against double precision, and the weight-gradient sum's order against the binary-counter form
-// the CUDA kernel follows.
+// The SwiGLU numerics: exp_f32 and sigmoid_f32 against their correctly rounded values, the
+// activation and its gradient against double precision, and the weight-gradient sum's order
+// against the binary-counter form the CUDA kernel follows.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -43,6 +43,25 @@ TEST(SwigluNumerics, ExpIsWithinOneUlpOfTheCorrectlyRoundedValue) {
   RecordProperty("max_ulp", static_cast<int>(worst));
 }
 
+// The sigmoid rounds four times (exp, 1 + e, the reciprocal and, below 0, e * r).
+TEST(SwigluNumerics, SigmoidIsWithinThreeUlpsOfTheCorrectlyRoundedValue) {
+  int64_t worst = 0;
+  float worst_x = 0;
+  for (uint32_t sign : {0u, 0x80000000u}) {
+    for (uint32_t u = 0; u <= f2u(104.0f); u += 61) {
+      const float x = u2f(u | sign);
+      const float want = static_cast<float>(1.0 / (1.0 + std::exp(-static_cast<double>(x))));
+      const int64_t d = ulp_distance(want, sigmoid_f32(x));
+      if (d > worst) {
+        worst = d;
+        worst_x = x;
+      }
+    }
+  }
+  EXPECT_LE(worst, 3) << "worst at x = " << worst_x;
+  RecordProperty("max_ulp", static_cast<int>(worst));
+}
+
 TEST(SwigluNumerics, ExpSpecialValues) {
   EXPECT_EQ(exp_f32(0.0f), 1.0f);
   EXPECT_EQ(exp_f32(-0.0f), 1.0f);
@@ -54,6 +73,8 @@ TEST(SwigluNumerics, ExpSpecialValues) {
   EXPECT_GT(exp_f32(-103.0f), 0.0f);                        // subnormal results stay
   EXPECT_EQ(sigmoid_f32(kInf), 1.0f);
   EXPECT_EQ(sigmoid_f32(-kInf), 0.0f);
+  EXPECT_EQ(sigmoid_f32(0.0f), 0.5f);
+  EXPECT_EQ(sigmoid_f32(-0.0f), 0.5f);
 }
 
 TEST(SwigluNumerics, ActivationAndGradientAgreeWithDoublePrecision) {

@@ -28,6 +28,22 @@ MXQ_HD constexpr float pow2f(int k) {
   return k >= -126 ? u2f(static_cast<uint32_t>(k + 127) << 23) : u2f(1u << (k + 149));
 }
 
+// 1 / p rounded to nearest for p in [2^-126, 2^126) (exponent field 1..252). The device takes the
+// in-range path of the compiler's IEEE reciprocal (an approximate reciprocal and one fma
+// correction) without its range test and call to the general routine;
+// tests/cuda/convert_test.cu proves it equal to 1.0f / p on every such p.
+MXQ_HD float rcp_rn_in_range(float p) {
+#if defined(__CUDA_ARCH__)
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(p));
+  return __fmaf_rn(r, __fmaf_rn(-p, r, 1.0f), r);
+#else
+  return 1.0f / p;
+#endif
+}
+constexpr float kRcpInRangeMin = 0x1p-126f;  // rcp_rn_in_range: p >= this and p < kRcpInRangeEnd
+constexpr float kRcpInRangeEnd = 0x1p126f;
+
 MXQ_HD constexpr int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 MXQ_HD constexpr int64_t round_up(int64_t a, int64_t b) { return ceil_div(a, b) * b; }
 

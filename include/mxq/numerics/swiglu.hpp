@@ -30,14 +30,6 @@ MXQ_HD float fsub(float a, float b) {
   return a - b;
 #endif
 }
-// 1 / x correctly rounded (the device's rcp.rn gives the IEEE quotient in fewer instructions).
-MXQ_HD float frcp(float x) {
-#if defined(__CUDA_ARCH__)
-  return __frcp_rn(x);
-#else
-  return 1.0f / x;
-#endif
-}
 // a * b + c with one rounding (std::fma is exact on every conforming host).
 MXQ_HD float ffma(float a, float b, float c) {
 #if defined(__CUDA_ARCH__)
@@ -49,36 +41,47 @@ MXQ_HD float ffma(float a, float b, float c) {
 
 constexpr float kInf = __builtin_huge_valf();
 
-// e^x in fp32, without branches (the device evaluates it for every element of an activation):
-// x clamped to [-104, 88.7228394], whose ends give +0 and +Inf below; x = n ln2 + r with |r| <=
-// ln2/2 (Cody-Waite, ln2 split so that n * ln2_hi is exact), e^r by its Taylor polynomial of degree
-// 7 (truncation below 2^-27) in fused multiply-adds, then scaled by 2^n in two exact steps of
-// normal powers of two (one rounding where the result is subnormal). At most 1 ulp from the
-// correctly rounded value (tests/numerics measure it); NaN in gives the canonical NaN.
-MXQ_HD float exp_f32(float x) {
-  const float xc = fminf(fmaxf(x, -104.0f), 88.7228394f);  // NaN: an end, replaced at the return
-  const float kRound = 12582912.0f;                          // 1.5 * 2^23: adding it rounds |t| < 2^22 to an integer
+// e^x for x already clamped to [-104, 88.7228394], without branches (the device evaluates it for
+// every element of an activation): x = n ln2 + r with |r| <= ln2/2 (Cody-Waite, ln2 split so that
+// n * ln2_hi is exact), e^r by its Taylor polynomial of degree 7 (truncation below 2^-27) in fused
+// multiply-adds, then scaled by 2^n in two exact steps of normal powers of two (one rounding where
+// the result is subnormal). The clamp's ends give +0 and +Inf.
+MXQ_HD float exp_clamped(float xc) {
+  const float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds |t| < 2^22 to an integer
   const float t = ffma(xc, 1.44269502f, kRound);
   const float n = fsub(t, kRound);
   const int k = static_cast<int>(f2u(t) - f2u(kRound));  // n as an integer: t's low mantissa bits
   float r = ffma(n, -0.693145751953125f, xc);
   r = ffma(n, -1.42860677e-6f, r);
-  float p = 1.98412701e-4f;           // 1/5040
-  p = ffma(p, r, 1.38888892e-3f);     // 1/720
-  p = ffma(p, r, 8.33333377e-3f);     // 1/120
-  p = ffma(p, r, 4.16666679e-2f);     // 1/24
-  p = ffma(p, r, 0.166666672f);       // 1/6
+  float p = 1.98412701e-4f;        // 1/5040
+  p = ffma(p, r, 1.38888892e-3f);  // 1/720
+  p = ffma(p, r, 8.33333377e-3f);  // 1/120
+  p = ffma(p, r, 4.16666679e-2f);  // 1/24
+  p = ffma(p, r, 0.166666672f);    // 1/6
   p = ffma(p, r, 0.5f);
   p = ffma(p, r, 1.0f);
   p = ffma(p, r, 1.0f);
   // k in [-150, 128]: its halves keep both powers normal, and p * 2^k1 is exact.
   const int k1 = k >> 1;  // floor(k / 2): one shift
-  const float e = fmul(fmul(p, u2f(static_cast<uint32_t>(k1 + 127) << 23)), u2f(static_cast<uint32_t>(k - k1 + 127) << 23));
+  return fmul(fmul(p, u2f(static_cast<uint32_t>(k1 + 127) << 23)), u2f(static_cast<uint32_t>(k - k1 + 127) << 23));
+}
+
+// e^x in fp32, at most 1 ulp from the correctly rounded value (tests/numerics measure it); NaN in
+// gives the canonical NaN.
+MXQ_HD float exp_f32(float x) {
+  const float e = exp_clamped(fminf(fmaxf(x, -104.0f), 88.7228394f));  // NaN: an end, replaced below
   return x == x ? e : u2f(kF32QuietNaN);
 }
 
-// 1 / (1 + e^-x): 0 for x = -Inf, 1 for x = +Inf, NaN for NaN.
-MXQ_HD float sigmoid_f32(float x) { return frcp(fadd(1.0f, exp_f32(-x))); }
+// 1 / (1 + e^-x) from e = e^-|x| in [0, 1], so that 1 + e lies in [1, 2] where the device's
+// reciprocal needs no range test: 1 / (1 + e) for x >= 0, e / (1 + e) for x < 0. 0 for x = -Inf,
+// 1 for x = +Inf. A NaN x gives a number, not NaN: every use multiplies the result by x, or by a
+// value computed from x, which carries the NaN.
+MXQ_HD float sigmoid_f32(float x) {
+  const float e = exp_clamped(fmaxf(-fabsf(x), -104.0f));  // fmaxf(NaN, -104) = -104
+  const float r = rcp_rn_in_range(fadd(1.0f, e));
+  return x < 0.0f ? fmul(e, r) : r;
+}
 
 // silu: a = silu(gate) * up. clamped (gpt-oss): a = (clamp(up, -L, L) + 1) * g * sigmoid(alpha g)
 // with g = min(gate, L).

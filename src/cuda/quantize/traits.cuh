@@ -103,7 +103,7 @@ static_assert(e4m3_value_finite_matches_core(), "bit-identical to num::decode<E4
 // normal fp32 value, which takes e4m3_value_finite's exponent offset: u2f(sf << 20) * (s_dec *
 // 2^120) is the same exact product as d * s_dec, so it rounds to the same fp32 value.
 constexpr float kNvfp4FastSdecMin = 0x1p-117f, kNvfp4FastSdecEnd = 0x1p8f;
-static_assert(kNvfp4FastSdecMin * 0x1p-9f >= kRcpInRangeMin && kNvfp4FastSdecEnd * 448.0f < kRcpInRangeEnd,
+static_assert(kNvfp4FastSdecMin * 0x1p-9f >= num::kRcpInRangeMin && kNvfp4FastSdecEnd * 448.0f < num::kRcpInRangeEnd,
               "every d * s_dec of the fast range is in rcp_rn_in_range's range");
 
 // The scale rule of one batch: MX blocks use `rule`; nvfp4 blocks use the batch's tensor scales.
@@ -144,7 +144,7 @@ struct BlockScaler {
       if (fast_multipliers) {
         // The byte 0 (d = 0) is the one finite byte outside rcp_rn_in_range's range: its
         // product 0 gives NaN there, which fminf replaces by FLT_MAX, num's 1 / 0 clamped.
-        e = fminf(rcp_rn_in_range(num::u2f(sb << 20) * s_dec_2p120), num::kFltMax);
+        e = fminf(num::rcp_rn_in_range(num::u2f(sb << 20) * s_dec_2p120), num::kFltMax);
       } else {
         e = fminf(1.0f / (e4m3_value_finite(static_cast<uint8_t>(sb)) * s_dec), num::kFltMax);  // 1/0 = Inf -> FLT_MAX
       }

@@ -99,60 +99,85 @@ struct SwigluInput {
     return l;
   }
 
+  // The row's weight, 1 without weights: a * 1 and dA * 1 are a and dA exactly (a NaN comes out
+  // canonical either way), so one multiply serves both cases.
   static __device__ __forceinline__ float weight(const View& p, int64_t m) {
-    return p.s.weights ? __ldg(p.s.weights + m) : 0.0f;
+    return p.s.weights ? __ldg(p.s.weights + m) : 1.0f;
   }
 
   // The chunk at row m, columns [k, k + vec) (whole, 16-byte path) from its loaded inputs.
   static __device__ __forceinline__ uint4 compute(const View& p, int64_t m, int64_t k, const Loaded& l) {
     const quantize::SwigluSource& s = p.s;
     if constexpr (kBackward) {
-      return finish(p, m, k,
-                    backward_chunk(l.a, l.b, l.g, weight(p, m), s.weights != nullptr, s.interleaved, k < s.F, s.rule));
+      return finish(p, m, k, backward_chunk(l.a, l.b, l.g, weight(p, m), s.interleaved, k < s.F, s.rule));
     } else {
-      return finish(p, m, k, forward_chunk(l.a, l.b, weight(p, m), s.weights != nullptr, s.interleaved, s.rule));
+      return finish(p, m, k, forward_chunk(l.a, l.b, weight(p, m), s.interleaved, s.rule));
     }
   }
 
   // The arithmetic of one chunk, not inlined: a copy of its eight activations at every pass of every
   // tile kernel made the kernels' code, and their compile time, many times larger. It takes only
-  // what it computes with, by value, so that the call passes few registers and no local memory.
-  static __device__ __noinline__ uint4 forward_chunk(const uint4 la, const uint4 lb, float w, bool weighted,
-                                                     bool interleaved, const num::SwigluRule rule) {
+  // what it computes with, by value, so that the call passes few registers and no local memory, and
+  // branches once to a loop compiled for its layout and rule.
+  static __device__ __noinline__ uint4 forward_chunk(const uint4 la, const uint4 lb, float w, bool interleaved,
+                                                     const num::SwigluRule rule) {
+    if (interleaved) {
+      return rule.clamped ? forward_pairs<true, true>(la, lb, w, rule) : forward_pairs<true, false>(la, lb, w, rule);
+    }
+    return rule.clamped ? forward_pairs<false, true>(la, lb, w, rule) : forward_pairs<false, false>(la, lb, w, rule);
+  }
+  template <bool kInterleaved, bool kClamped>
+  static __device__ __forceinline__ uint4 forward_pairs(const uint4 la, const uint4 lb, float w,
+                                                        const num::SwigluRule rule) {
+    const num::SwigluRule r{kClamped, rule.alpha, rule.limit};
     Raw a[vec], b[vec], out[vec];
     memcpy(a, &la, sizeof a);
     memcpy(b, &lb, sizeof b);
 #pragma unroll
     for (int j = 0; j < vec; ++j) {
       const int i = 2 * j % vec;  // interleaved: pair j at a[i], a[i + 1] (b past the first half)
-      const Raw gate = interleaved ? (j < vec / 2 ? a[i] : b[i]) : a[j];
-      const Raw up = interleaved ? (j < vec / 2 ? a[i + 1] : b[i + 1]) : b[j];
-      out[j] = to_raw<Base>(num::swiglu(to_float(gate), to_float(up), weighted, w, rule));
+      const Raw gate = kInterleaved ? (j < vec / 2 ? a[i] : b[i]) : a[j];
+      const Raw up = kInterleaved ? (j < vec / 2 ? a[i + 1] : b[i + 1]) : b[j];
+      out[j] = to_raw<Base>(num::swiglu(to_float(gate), to_float(up), true, w, r));
     }
     uint4 v;
     memcpy(&v, out, sizeof v);
     return v;
   }
+  // gate_half: the chunk's columns are in the gate half of a concatenated dh.
   static __device__ __noinline__ uint4 backward_chunk(const uint4 la, const uint4 lb, const uint4 lg, float w,
-                                                      bool weighted, bool interleaved, bool gate_half,
-                                                      const num::SwigluRule rule) {
+                                                      bool interleaved, bool gate_half, const num::SwigluRule rule) {
+    if (interleaved) {
+      return rule.clamped ? backward_pairs<1, true>(la, lb, lg, w, rule) : backward_pairs<1, false>(la, lb, lg, w, rule);
+    }
+    if (gate_half) {
+      return rule.clamped ? backward_pairs<2, true>(la, lb, lg, w, rule) : backward_pairs<2, false>(la, lb, lg, w, rule);
+    }
+    return rule.clamped ? backward_pairs<3, true>(la, lb, lg, w, rule) : backward_pairs<3, false>(la, lb, lg, w, rule);
+  }
+  // kWhat: 1 interleaved (both gradients of vec / 2 pairs), 2 the gate half of a concatenated dh,
+  // 3 its up half.
+  template <int kWhat, bool kClamped>
+  static __device__ __forceinline__ uint4 backward_pairs(const uint4 la, const uint4 lb, const uint4 lg, float w,
+                                                         const num::SwigluRule rule) {
+    const num::SwigluRule r{kClamped, rule.alpha, rule.limit};
     Raw a[vec], b[vec], g[vec], out[vec];
     memcpy(a, &la, sizeof a);
     memcpy(b, &lb, sizeof b);
     memcpy(g, &lg, sizeof g);
-    if (interleaved) {
+    if constexpr (kWhat == 1) {
 #pragma unroll
       for (int j = 0; j < vec / 2; ++j) {
         const num::SwigluGrad d =
-            num::swiglu_grad(to_float(a[2 * j]), to_float(a[2 * j + 1]), to_float(g[j]), weighted, w, rule);
+            num::swiglu_grad(to_float(a[2 * j]), to_float(a[2 * j + 1]), to_float(g[j]), true, w, r);
         out[2 * j] = to_raw<Base>(d.d_gate);
         out[2 * j + 1] = to_raw<Base>(d.d_up);
       }
     } else {
 #pragma unroll
       for (int j = 0; j < vec; ++j) {
-        const num::SwigluGrad d = num::swiglu_grad(to_float(a[j]), to_float(b[j]), to_float(g[j]), weighted, w, rule);
-        out[j] = to_raw<Base>(gate_half ? d.d_gate : d.d_up);
+        const num::SwigluGrad d = num::swiglu_grad(to_float(a[j]), to_float(b[j]), to_float(g[j]), true, w, r);
+        out[j] = to_raw<Base>(kWhat == 2 ? d.d_gate : d.d_up);
       }
     }
     uint4 v;
@@ -163,7 +188,6 @@ struct SwigluInput {
   // The chunk at row m, columns [k, k + vec) element by element; columns past K are zero.
   static __device__ __noinline__ uint4 compute_guarded(const View p, int64_t m, int64_t k) {
     const quantize::SwigluSource& s = p.s;
-    const bool weighted = s.weights != nullptr;
     const float w = weight(p, m);
     const Raw* h = h_row(p, m);
     Raw out[vec];
@@ -178,9 +202,9 @@ struct SwigluInput {
       const float gate = to_float(h[s.interleaved ? 2 * f : f]);
       const float up = to_float(h[s.interleaved ? 2 * f + 1 : s.F + f]);
       if constexpr (!kBackward) {
-        out[j] = to_raw<Base>(num::swiglu(gate, up, weighted, w, s.rule));
+        out[j] = to_raw<Base>(num::swiglu(gate, up, true, w, s.rule));
       } else {
-        const num::SwigluGrad d = num::swiglu_grad(gate, up, to_float(grad_row(p, m)[f]), weighted, w, s.rule);
+        const num::SwigluGrad d = num::swiglu_grad(gate, up, to_float(grad_row(p, m)[f]), true, w, s.rule);
         out[j] = to_raw<Base>(is_gate ? d.d_gate : d.d_up);
       }
     }
