@@ -144,20 +144,26 @@ struct SwigluInput {
     memcpy(&v, out, sizeof v);
     return v;
   }
+  // What a backward chunk holds: both gradients of vec / 2 interleaved pairs, or one half's
+  // gradients of vec concatenated pairs.
+  enum class Grads { interleaved, gate_half, up_half };
   // gate_half: the chunk's columns are in the gate half of a concatenated dh.
   static __device__ __noinline__ uint4 backward_chunk(const uint4 la, const uint4 lb, const uint4 lg, float w,
                                                       bool interleaved, bool gate_half, const num::SwigluRule rule) {
-    if (interleaved) {
-      return rule.clamped ? backward_pairs<1, true>(la, lb, lg, w, rule) : backward_pairs<1, false>(la, lb, lg, w, rule);
+    const Grads what = interleaved ? Grads::interleaved : gate_half ? Grads::gate_half : Grads::up_half;
+    switch (what) {
+      case Grads::interleaved:
+        return rule.clamped ? backward_pairs<Grads::interleaved, true>(la, lb, lg, w, rule)
+                            : backward_pairs<Grads::interleaved, false>(la, lb, lg, w, rule);
+      case Grads::gate_half:
+        return rule.clamped ? backward_pairs<Grads::gate_half, true>(la, lb, lg, w, rule)
+                            : backward_pairs<Grads::gate_half, false>(la, lb, lg, w, rule);
+      default:
+        return rule.clamped ? backward_pairs<Grads::up_half, true>(la, lb, lg, w, rule)
+                            : backward_pairs<Grads::up_half, false>(la, lb, lg, w, rule);
     }
-    if (gate_half) {
-      return rule.clamped ? backward_pairs<2, true>(la, lb, lg, w, rule) : backward_pairs<2, false>(la, lb, lg, w, rule);
-    }
-    return rule.clamped ? backward_pairs<3, true>(la, lb, lg, w, rule) : backward_pairs<3, false>(la, lb, lg, w, rule);
   }
-  // kWhat: 1 interleaved (both gradients of vec / 2 pairs), 2 the gate half of a concatenated dh,
-  // 3 its up half.
-  template <int kWhat, bool kClamped>
+  template <Grads kWhat, bool kClamped>
   static __device__ __forceinline__ uint4 backward_pairs(const uint4 la, const uint4 lb, const uint4 lg, float w,
                                                          const num::SwigluRule rule) {
     const num::SwigluRule r{kClamped, rule.alpha, rule.limit};
@@ -165,7 +171,7 @@ struct SwigluInput {
     memcpy(a, &la, sizeof a);
     memcpy(b, &lb, sizeof b);
     memcpy(g, &lg, sizeof g);
-    if constexpr (kWhat == 1) {
+    if constexpr (kWhat == Grads::interleaved) {
 #pragma unroll
       for (int j = 0; j < vec / 2; ++j) {
         const num::SwigluGrad d =
@@ -177,7 +183,7 @@ struct SwigluInput {
 #pragma unroll
       for (int j = 0; j < vec; ++j) {
         const num::SwigluGrad d = num::swiglu_grad(to_float(a[j]), to_float(b[j]), to_float(g[j]), true, w, r);
-        out[j] = to_raw<Base>(kWhat == 2 ? d.d_gate : d.d_up);
+        out[j] = to_raw<Base>(kWhat == Grads::gate_half ? d.d_gate : d.d_up);
       }
     }
     uint4 v;
