@@ -7,12 +7,9 @@
 #include <initializer_list>
 
 #include "cuda/swiglu/source.cuh"
+#include "cuda/swiglu/tuning.hpp"
 
 namespace mxq::cuda::kernels::swiglu {
-
-constexpr int kThreads = 256;
-constexpr int kMaxCtas = 65535;
-constexpr int kTailRowCtas = 256;  // rows past the token groups: CTAs along rows
 
 // Element i of a row that need not be aligned to its dtype (numpy passes such arrays).
 template <class In>
@@ -58,9 +55,6 @@ struct ElementwiseProblem {
   }
 };
 
-// Elements per work item: 8, so that every dtype's share is whole 16-byte vectors.
-constexpr int kVec = 8;
-
 // kVec elements of a row at element i: 16-byte loads where the launcher found every row and
 // pointer aligned (kAligned), else element by element.
 template <class In, bool kAligned>
@@ -97,8 +91,8 @@ __device__ __forceinline__ void store_vec(unsigned char* out, int64_t i, const f
 
 // The gate and up values of pairs [f, f + kVec) of a row.
 template <class In, bool kAligned>
-__device__ __forceinline__ void load_pairs(const ElementwiseProblem& p, const unsigned char* row, int64_t f, float (&gate)[kVec],
-                                           float (&up)[kVec]) {
+__device__ __forceinline__ void load_pairs(const ElementwiseProblem& p, const unsigned char* row, int64_t f,
+                                           float (&gate)[kVec], float (&up)[kVec]) {
   if (p.interleaved) {
     float lo[kVec], hi[kVec];
     load_vec<In, kAligned>(row, 2 * f, lo);
@@ -119,7 +113,7 @@ __device__ __forceinline__ void load_pairs(const ElementwiseProblem& p, const un
 // CTAs walk rows along y and a row's work items along x (an item: kVec consecutive pairs where
 // kAligned, else one pair), so that no thread divides to find its row.
 #define MXQ_SWIGLU_FOR_ITEMS(p, kAligned, m, f)                                                           \
-  for (int64_t m = (p).first_row() + blockIdx.y; m < (p).M; m += gridDim.y)                              \
+  for (int64_t m = (p).first_row() + blockIdx.y; m < (p).M; m += gridDim.y)                               \
     for (int64_t f = (blockIdx.x * int64_t{kThreads} + threadIdx.x) * ((kAligned) ? kVec : 1); f < (p).F; \
          f += int64_t{gridDim.x} * kThreads * ((kAligned) ? kVec : 1))
 
@@ -226,7 +220,8 @@ __global__ void __launch_bounds__(kThreads) weight_grad_kernel(const Elementwise
 }
 
 // Whether the 16-byte paths may run: F a multiple of kVec, every pointer and row 16-byte aligned.
-bool vector_aligned(const ElementwiseProblem& p, std::initializer_list<const void*> ptrs, std::initializer_list<int64_t> rows) {
+bool vector_aligned(const ElementwiseProblem& p, std::initializer_list<const void*> ptrs,
+                    std::initializer_list<int64_t> rows) {
   if (p.F % kVec != 0) return false;
   for (const void* q : ptrs)
     if (reinterpret_cast<uintptr_t>(q) % 16 != 0) return false;

@@ -12,6 +12,7 @@
 #include <mxq/numerics/swiglu.hpp>
 
 #include "cuda/quantize/tile_problem.cuh"
+#include "cuda/swiglu/tuning.hpp"
 
 namespace mxq::cuda::kernels::swiglu {
 
@@ -45,9 +46,7 @@ struct SwigluInput {
   using Plain = Base;
   static constexpr bool computed = true;
   static constexpr int vec = 16 / static_cast<int>(sizeof(Raw));
-  // Passes whose loads go out before the first is computed: two chunks' 32-48 bytes in flight per
-  // thread fit the tile kernels' register caps (64 per thread at four CTAs per SM).
-  static constexpr int loads_in_flight = 2;
+  static constexpr int loads_in_flight = kLoadsInFlight;  // tuning.hpp
 
   // What the functions below read, from the tile kernel's Problem (by value: the edge tiles' call
   // to a function that is not inlined takes it in registers, not a copy of the whole Problem).

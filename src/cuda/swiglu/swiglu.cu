@@ -7,6 +7,7 @@
 #include "backend.hpp"
 #include "cuda/swiglu/elementwise.hpp"
 #include "cuda/swiglu/quantize_computed.hpp"
+#include "cuda/swiglu/tuning.hpp"
 
 namespace mxq::cuda::kernels::swiglu {
 namespace {
@@ -18,7 +19,7 @@ bool computable(const QuantizeArgs& q, const TensorView& h, const TensorView* gr
 }
 
 quantize::SwigluSource make_source(const TensorView& h, const SwigluParams& sp, const float* weights, void* copy,
-                         int64_t cols) {
+                                   int64_t cols) {
   quantize::SwigluSource s;
   s.weights = weights;
   s.copy = copy;
@@ -60,14 +61,14 @@ namespace mxq::cuda {
 
 using namespace kernels::swiglu;  // this folder's helpers above
 
-// 16-bit h (and dA of its type), element-aligned, and no pass over the whole tensor before the
-// tiles: the nvfp4 tensor amax when the caller gives none, or the amax output, would read it.
 bool swiglu_in_one_pass(const QuantizeParams& params, const float* tensor_amax, const float* amax_out,
                         const TensorView& h, const TensorView* grad, const float* weights) {
-  if (h.dtype != DType::bf16 && h.dtype != DType::fp16) return false;
-  if (grad && grad->dtype != h.dtype) return false;
-  if ((params.format == Format::nvfp4 && tensor_amax == nullptr) || amax_out != nullptr) return false;
-  return aligned_to(h.data, 2) && (!grad || aligned_to(grad->data, 2)) && aligned_to(weights, 4);
+  Facts f;
+  f.half_precision_h = h.dtype == DType::bf16 || h.dtype == DType::fp16;
+  f.grad_dtype_of_h = grad == nullptr || grad->dtype == h.dtype;
+  f.whole_tensor_pass = (params.format == Format::nvfp4 && tensor_amax == nullptr) || amax_out != nullptr;
+  f.elements_aligned = aligned_to(h.data, 2) && (!grad || aligned_to(grad->data, 2)) && aligned_to(weights, 4);
+  return one_pass(f);
 }
 
 Status swiglu_quantize(const SwigluArgs& a, const QuantizeArgs& q, const QuantizeSizes& sizes) {
@@ -77,7 +78,7 @@ Status swiglu_quantize(const SwigluArgs& a, const QuantizeArgs& q, const Quantiz
     const kernels::quantize::SwigluSource src = make_source(h, a.swiglu, a.weights, a.activation, F);
     const Status st = quantize_from_h<false>(q, sizes, h, F, src, halves_in_chunks(h, a.swiglu));
     return st.ok() && a.activation && q.groups.groups.count ? elementwise_forward(a, a.activation, q.groups.groups)
-                                                             : st;
+                                                            : st;
   }
   if (a.activation == nullptr && h.rows * F > 0) return needs_buffer("swiglu_quantize", "activation", F);
   const Status st = elementwise_forward(a, a.activation);
@@ -99,7 +100,7 @@ Status swiglu_backward_quantize(const SwigluBackwardArgs& a, const QuantizeArgs&
     const bool vec = halves_in_chunks(h, a.swiglu) && aligned_to(a.grad.data, 16) && grad_row_bytes % 16 == 0;
     const Status st = quantize_from_h<true>(q, sizes, h, h.cols, src, vec);
     return st.ok() && a.grad_input && q.groups.groups.count ? elementwise_backward(a, a.grad_input, q.groups.groups)
-                                                             : st;
+                                                            : st;
   }
   const Status st = elementwise_backward(a, a.grad_input);
   return st.ok() ? quantize(q, sizes) : st;

@@ -1,0 +1,41 @@
+// Tuning of the SwiGLU kernels: the path a call takes (one_pass) and the launch shapes of the
+// computed input and the elementwise kernels. docs/kernels/swiglu.md gives the reasons.
+#pragma once
+
+namespace mxq::cuda::kernels::swiglu {
+
+// ---- Path per call ---------------------------------------------------------------------------------
+
+struct Facts {
+  bool half_precision_h = false;   // h is bf16 or fp16
+  bool grad_dtype_of_h = false;    // backward: dA has h's dtype (forward: true)
+  bool whole_tensor_pass = false;  // nvfp4 without the caller's tensor amax, or an amax output
+  bool elements_aligned = false;   // h, dA and the weights aligned to their element size
+};
+
+// The quantize kernels compute a (or dh) from h as they read it, with no bf16 copy written and
+// read back, unless a pass over the whole tensor must come before the first tile (the tensor
+// amax) or the inputs are not the 16-bit, element-aligned ones the computed input reads; then the
+// elementwise kernel writes the tensor and the quantize reads it.
+constexpr bool one_pass(const Facts& f) {
+  return f.half_precision_h && f.grad_dtype_of_h && !f.whole_tensor_pass && f.elements_aligned;
+}
+
+// ---- Computed input of the quantize tile kernels (source.cuh) --------------------------------------
+
+// Chunks whose loads go out before the first is computed: two chunks' 32-48 bytes in flight per
+// thread fit the tile kernels' register caps (64 per thread at four CTAs per SM).
+constexpr int kLoadsInFlight = 2;
+
+// ---- Elementwise kernels (elementwise.cu) ----------------------------------------------------------
+
+// 256 threads, each kVec consecutive pairs a work item: 16-byte accesses for every dtype.
+constexpr int kThreads = 256;
+constexpr int kVec = 8;
+// A grid dimension's CTAs at most (the y limit); the kernels loop over what is left.
+constexpr int kMaxCtas = 65535;
+// Rows past the token groups (a kept copy's tail, often empty and counted only on the device):
+// CTAs along rows, enough to fill the GPU when the tail is long.
+constexpr int kTailRowCtas = 256;
+
+}  // namespace mxq::cuda::kernels::swiglu
