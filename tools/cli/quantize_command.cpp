@@ -324,7 +324,9 @@ void register_quantize(CLI::App& app) {
   cmd->add_flag("--force", opt->force, "overwrite OUT if it exists");
   cmd->add_option("--json", opt->json,
                   "also write a JSON summary (every tensor's fate, sizes, SQNR, time) to this file");
-  cmd->add_flag("!--no-stats", opt->stats, "skip the SQNR of each weight (a second pass over it)");
+  cmd->add_flag("!--no-stats", opt->stats,
+                "skip the SQNR of each weight (its decode and sums: in the quantize pass on the cpu backend, a second "
+                "pass on cuda)");
   cmd->add_option("--backend", opt->backend, "auto, cpu or cuda")->transform(options::name_choice(backend_names()));
   cmd->add_flag("--quiet", opt->quiet, "no progress bar");
   cmd->callback([opt] { run_quantize(*opt); });
