@@ -1,5 +1,6 @@
 // CPU reference dequantize (docs/spec.md section 7): x = decode(q) * scale in fp32, rounded to nearest
 // even into the output dtype, over the same segments as quantize (quant_plan_internal.hpp).
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -49,17 +50,20 @@ Status dequantize_format(const DequantizeArgs& a) {
         std::vector<float> row(static_cast<size_t>(K));  // one output row in fp32
         for (int64_t i = lo; i < hi; ++i) {
           const int64_t m = s.out_row + i;
-          for (int64_t k = 0; k < K; ++k) {
-            uint32_t code;
-            uint8_t sb;
-            if (rowwise) {
-              code = get_code<kBits>(data_b + m * code_bytes(K, kBits), k);
-              sb = scales_b[s.scales.offset(i, k / kBlock)];
-            } else {
-              code = get_code<kBits>(data_b + k * code_bytes(R, kBits), m);
-              sb = scales_b[s.scales.offset(k, i / kBlock)];
+          if (rowwise) {
+            // A block's elements share one scale: its row of the table is found once per block.
+            const uint8_t* codes = data_b + m * code_bytes(K, kBits);
+            for (int64_t k0 = 0; k0 < K; k0 += kBlock) {
+              const float* block_values = values.data() + scales_b[s.scales.offset(i, k0 / kBlock)] * kCodes;
+              for (int64_t k = k0; k < std::min(K, k0 + kBlock); ++k)
+                row[static_cast<size_t>(k)] = block_values[get_code<kBits>(codes, k)];
             }
-            row[static_cast<size_t>(k)] = values[static_cast<size_t>(sb * kCodes + code)];
+          } else {
+            for (int64_t k = 0; k < K; ++k) {
+              const uint32_t code = get_code<kBits>(data_b + k * code_bytes(R, kBits), m);
+              const uint8_t sb = scales_b[s.scales.offset(k, i / kBlock)];
+              row[static_cast<size_t>(k)] = values[static_cast<size_t>(sb * kCodes + code)];
+            }
           }
           store_floats(a.out, a.out_dtype, (b * R + m) * K, K, row.data());
         }
