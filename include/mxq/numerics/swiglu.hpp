@@ -41,16 +41,18 @@ MXQ_HD float ffma(float a, float b, float c) {
 
 constexpr float kInf = __builtin_huge_valf();
 
-// e^x for x already clamped to [-104, 88.7228394], without branches (the device evaluates it for
-// every element of an activation): x = n ln2 + r with |r| <= ln2/2 (Cody-Waite, ln2 split so that
+// e^x for x <= 0 (the sigmoid's e^-|x|), without branches (the device evaluates it for every
+// element of an activation): x clamped below at -104, where e^x is under half the smallest
+// subnormal (a NaN takes -104 too); x = n ln2 + r with |r| <= ln2/2 (Cody-Waite, ln2 split so that
 // n * ln2_hi is exact), e^r by its Taylor polynomial of degree 7 (truncation below 2^-27) in fused
-// multiply-adds, then scaled by 2^n in two exact steps of normal powers of two (one rounding where
-// the result is subnormal). The clamp's ends give +0 and +Inf.
-MXQ_HD float exp_clamped(float xc) {
-  const float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds |t| < 2^22 to an integer
+// multiply-adds, then scaled by 2^n as (p * 2^(n + 64)) * 2^-64: n in [-150, 0] keeps 2^(n + 64)
+// normal, so the first product is exact and the second rounds once (where the result is
+// subnormal). Positive x lies outside its domain.
+MXQ_HD float exp_nonpositive(float x) {
+  const float xc = fmaxf(x, -104.0f);  // fmaxf(NaN, -104) = -104
+  const float kRound = 12582912.0f;    // 1.5 * 2^23: adding it rounds |t| < 2^22 to an integer
   const float t = ffma(xc, 1.44269502f, kRound);
   const float n = fsub(t, kRound);
-  const int k = static_cast<int>(f2u(t) - f2u(kRound));  // n as an integer: t's low mantissa bits
   float r = ffma(n, -0.693145751953125f, xc);
   r = ffma(n, -1.42860677e-6f, r);
   float p = 1.98412701e-4f;        // 1/5040
@@ -61,16 +63,9 @@ MXQ_HD float exp_clamped(float xc) {
   p = ffma(p, r, 0.5f);
   p = ffma(p, r, 1.0f);
   p = ffma(p, r, 1.0f);
-  // k in [-150, 128]: its halves keep both powers normal, and p * 2^k1 is exact.
-  const int k1 = k >> 1;  // floor(k / 2): one shift
-  return fmul(fmul(p, u2f(static_cast<uint32_t>(k1 + 127) << 23)), u2f(static_cast<uint32_t>(k - k1 + 127) << 23));
-}
-
-// e^x in fp32, at most 1 ulp from the correctly rounded value (tests/numerics measure it); NaN in
-// gives the canonical NaN.
-MXQ_HD float exp_f32(float x) {
-  const float e = exp_clamped(fminf(fmaxf(x, -104.0f), 88.7228394f));  // NaN: an end, replaced below
-  return x == x ? e : u2f(kF32QuietNaN);
+  // n + 64 + 127 in [41, 191] from t's low mantissa bits (n as an integer): 2^(n + 64)'s exponent.
+  const uint32_t biased = f2u(t) - f2u(kRound) + 191u;
+  return fmul(fmul(p, u2f(biased << 23)), 0x1p-64f);
 }
 
 // 1 / (1 + e^-x) from e = e^-|x| in [0, 1], so that 1 + e lies in [1, 2] where the device's
@@ -78,7 +73,7 @@ MXQ_HD float exp_f32(float x) {
 // 1 for x = +Inf. A NaN x gives a number, not NaN: every use multiplies the result by x, or by a
 // value computed from x, which carries the NaN.
 MXQ_HD float sigmoid_f32(float x) {
-  const float e = exp_clamped(fmaxf(-fabsf(x), -104.0f));  // fmaxf(NaN, -104) = -104
+  const float e = exp_nonpositive(-fabsf(x));
   const float r = rcp_rn_in_range(fadd(1.0f, e));
   return x < 0.0f ? fmul(e, r) : r;
 }
