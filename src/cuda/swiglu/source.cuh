@@ -36,6 +36,28 @@ __device__ __forceinline__ typename In::Raw to_raw(float x) {
   }
 }
 
+// A 16-byte chunk of In's 16-bit values from `vec` floats, each rounded as to_raw rounds it: one
+// conversion instruction per pair (cvt's first operand goes to the upper half), and a pair with a
+// NaN, which is rare, takes to_raw's per-value path.
+template <class In, int kVec>
+__device__ __forceinline__ uint4 to_raw_chunk(const float (&x)[kVec]) {
+  static_assert(sizeof(typename In::Raw) == 2 && kVec == 8, "8 values of a 16-bit dtype");
+  uint32_t w[kVec / 2];
+#pragma unroll
+  for (int i = 0; i < kVec / 2; ++i) {
+    const float lo = x[2 * i], hi = x[2 * i + 1];
+    if constexpr (std::is_same_v<In, Bf16In>) {
+      asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w[i]) : "f"(hi), "f"(lo));
+    } else {
+      asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w[i]) : "f"(hi), "f"(lo));
+    }
+    if (__builtin_expect(lo != lo || hi != hi, 0)) {
+      w[i] = static_cast<uint32_t>(to_raw<In>(lo)) | static_cast<uint32_t>(to_raw<In>(hi)) << 16;
+    }
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 // kBackward false: a = swiglu(gate, up) [* w], Problem::K = F. true: dh in h's layout, K = 2F.
 // quantize::Problem::in is h with h's row stride; quantize::Problem::swiglu says the rest. The launcher takes the
 // 16-byte path (quantize::Problem::vec_in) only where every chunk of h, dA and the copy is 16-byte aligned
@@ -129,7 +151,8 @@ struct SwigluInput {
   static __device__ __forceinline__ uint4 forward_pairs(const uint4 la, const uint4 lb, float w,
                                                         const num::SwigluRule rule) {
     const num::SwigluRule r{kClamped, rule.alpha, rule.limit};
-    Raw a[vec], b[vec], out[vec];
+    Raw a[vec], b[vec];
+    float out[vec];
     memcpy(a, &la, sizeof a);
     memcpy(b, &lb, sizeof b);
 #pragma unroll
@@ -137,11 +160,9 @@ struct SwigluInput {
       const int i = 2 * j % vec;  // interleaved: pair j at a[i], a[i + 1] (b past the first half)
       const Raw gate = kInterleaved ? (j < vec / 2 ? a[i] : b[i]) : a[j];
       const Raw up = kInterleaved ? (j < vec / 2 ? a[i + 1] : b[i + 1]) : b[j];
-      out[j] = to_raw<Base>(num::swiglu(to_float(gate), to_float(up), true, w, r));
+      out[j] = num::swiglu(to_float(gate), to_float(up), true, w, r);
     }
-    uint4 v;
-    memcpy(&v, out, sizeof v);
-    return v;
+    return to_raw_chunk<Base>(out);
   }
   // What a backward chunk holds: both gradients of vec / 2 interleaved pairs, or one half's
   // gradients of vec concatenated pairs.
@@ -166,7 +187,8 @@ struct SwigluInput {
   static __device__ __forceinline__ uint4 backward_pairs(const uint4 la, const uint4 lb, const uint4 lg, float w,
                                                          const num::SwigluRule rule) {
     const num::SwigluRule r{kClamped, rule.alpha, rule.limit};
-    Raw a[vec], b[vec], g[vec], out[vec];
+    Raw a[vec], b[vec], g[vec];
+    float out[vec];
     memcpy(a, &la, sizeof a);
     memcpy(b, &lb, sizeof b);
     memcpy(g, &lg, sizeof g);
@@ -175,19 +197,17 @@ struct SwigluInput {
       for (int j = 0; j < vec / 2; ++j) {
         const num::SwigluGrad d =
             num::swiglu_grad(to_float(a[2 * j]), to_float(a[2 * j + 1]), to_float(g[j]), true, w, r);
-        out[2 * j] = to_raw<Base>(d.d_gate);
-        out[2 * j + 1] = to_raw<Base>(d.d_up);
+        out[2 * j] = d.d_gate;
+        out[2 * j + 1] = d.d_up;
       }
     } else {
 #pragma unroll
       for (int j = 0; j < vec; ++j) {
         const num::SwigluGrad d = num::swiglu_grad(to_float(a[j]), to_float(b[j]), to_float(g[j]), true, w, r);
-        out[j] = to_raw<Base>(kWhat == Grads::gate_half ? d.d_gate : d.d_up);
+        out[j] = kWhat == Grads::gate_half ? d.d_gate : d.d_up;
       }
     }
-    uint4 v;
-    memcpy(&v, out, sizeof v);
-    return v;
+    return to_raw_chunk<Base>(out);
   }
 
   // The chunk at row m, columns [k, k + vec) element by element; columns past K are zero.
