@@ -27,6 +27,20 @@ std::vector<float> value_table(float s_dec) {
   return values;
 }
 
+// The value table of batch b. An MX format's is the same for every call (s_dec 1): built once per
+// process, as the 8-bit formats' 65536 entries cost about as much as decoding 128K elements.
+// nvfp4's depends on the batch's s_dec: built into `nv_values`.
+template <class T>
+const std::vector<float>& batch_values(const float* s_dec, int64_t b, std::vector<float>& nv_values) {
+  if constexpr (T::nv) {
+    nv_values = value_table<T>(load_at(s_dec, b));
+    return nv_values;
+  } else {
+    static const std::vector<float> values = value_table<T>(1.0f);
+    return values;
+  }
+}
+
 template <class T>
 Status dequantize_format(const DequantizeArgs& a) {
   constexpr int64_t kBlock = T::block;
@@ -41,8 +55,9 @@ Status dequantize_format(const DequantizeArgs& a) {
   if (out_bytes > 0 && a.groups.groups.count > 0) std::memset(a.out, 0, static_cast<size_t>(out_bytes));
 
   const auto* data = static_cast<const uint8_t*>(a.data);
+  std::vector<float> nv_values;
   for (int64_t b = 0; b < a.batch; ++b) {
-    const std::vector<float> values = value_table<T>(T::nv ? load_at(a.s_dec, b) : 1.0f);
+    const std::vector<float>& values = batch_values<T>(a.s_dec, b, nv_values);
     const uint8_t* data_b = data + b * plan.data_batch_bytes;
     const uint8_t* scales_b = a.scales + b * plan.scale_batch_bytes;
     for (const Segment& s : plan.segments) {
