@@ -36,15 +36,15 @@ __device__ __forceinline__ typename In::Raw to_raw(float x) {
   }
 }
 
-// A 16-byte chunk of In's 16-bit values from `vec` floats, each rounded as to_raw rounds it: one
-// conversion instruction per pair (cvt's first operand goes to the upper half), and a pair with a
-// NaN, which is rare, takes to_raw's per-value path.
-template <class In, int kVec>
-__device__ __forceinline__ uint4 to_raw_chunk(const float (&x)[kVec]) {
-  static_assert(sizeof(typename In::Raw) == 2 && kVec == 8, "8 values of a 16-bit dtype");
-  uint32_t w[kVec / 2];
+// A 16-byte chunk of In's eight 16-bit values from eight floats, each rounded as to_raw rounds it:
+// one conversion instruction per pair (cvt's first operand goes to the upper half), and a pair
+// with a NaN, which is rare, takes to_raw's per-value path.
+template <class In>
+__device__ __forceinline__ uint4 to_raw_chunk(const float (&x)[8]) {
+  static_assert(sizeof(typename In::Raw) == 2, "a 16-bit dtype");
+  uint32_t w[4];
 #pragma unroll
-  for (int i = 0; i < kVec / 2; ++i) {
+  for (int i = 0; i < 4; ++i) {
     const float lo = x[2 * i], hi = x[2 * i + 1];
     if constexpr (std::is_same_v<In, Bf16In>) {
       asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(w[i]) : "f"(hi), "f"(lo));
