@@ -101,10 +101,16 @@ MXQ_HD float swiglu_unweighted(float gate, float up, const SwigluRule& r) {
   return fmul(fadd(clamp_up(up, r.limit), 1.0f), glu);
 }
 
+// swiglu below with a NaN not yet made canonical, for a caller whose rounding to h's dtype writes
+// the canonical NaN itself (the device's chunks), so that the check is not paid twice.
+MXQ_HD float swiglu_any_nan(float gate, float up, bool weighted, float weight, const SwigluRule& r) {
+  const float a = swiglu_unweighted(gate, up, r);
+  return weighted ? fmul(a, weight) : a;
+}
+
 // a = swiglu(gate, up) [* weight], the value that is rounded to h's dtype and quantized.
 MXQ_HD float swiglu(float gate, float up, bool weighted, float weight, const SwigluRule& r) {
-  const float a = swiglu_unweighted(gate, up, r);
-  return canonical_nan(weighted ? fmul(a, weight) : a);
+  return canonical_nan(swiglu_any_nan(gate, up, weighted, weight, r));
 }
 
 // Gradients of one pair: d_gate, d_up, and the unweighted activation (the per-token weight's
@@ -118,13 +124,15 @@ MXQ_HD float dsilu(float x, float s) { return fmul(s, fadd(1.0f, fmul(x, fsub(1.
 
 // As torch's autograd differentiates the expressions above, with dA first multiplied by the
 // weight: a clamp passes the gradient where its input lies within the bounds, bounds included,
-// and gives exactly 0 elsewhere (NaN included).
-MXQ_HD SwigluGrad swiglu_grad(float gate, float up, float dA, bool weighted, float weight, const SwigluRule& r) {
+// and gives exactly 0 elsewhere (NaN included). NaN gradients are not yet canonical (as
+// swiglu_any_nan); swiglu_grad below makes them so.
+MXQ_HD SwigluGrad swiglu_grad_any_nan(float gate, float up, float dA, bool weighted, float weight,
+                                      const SwigluRule& r) {
   const float g_out = weighted ? fmul(dA, weight) : dA;
   if (!r.clamped) {
     const float s = sigmoid_f32(gate);
     const float silu = fmul(gate, s);
-    return {canonical_nan(fmul(fmul(g_out, up), dsilu(gate, s))), canonical_nan(fmul(g_out, silu)), fmul(silu, up)};
+    return {fmul(fmul(g_out, up), dsilu(gate, s)), fmul(g_out, silu), fmul(silu, up)};
   }
   const float L = r.limit;
   const float g = clamp_gate(gate, L);
@@ -135,7 +143,12 @@ MXQ_HD SwigluGrad swiglu_grad(float gate, float up, float dA, bool weighted, flo
   // d glu / d g = s + g alpha s (1 - s) = s (1 + ag (1 - s)): silu' at ag.
   const float d_gate = gate <= L ? fmul(fmul(g_out, u1), dsilu(ag, s)) : 0.0f;
   const float d_up = up >= -L && up <= L ? fmul(g_out, glu) : 0.0f;
-  return {canonical_nan(d_gate), canonical_nan(d_up), fmul(u1, glu)};
+  return {d_gate, d_up, fmul(u1, glu)};
+}
+
+MXQ_HD SwigluGrad swiglu_grad(float gate, float up, float dA, bool weighted, float weight, const SwigluRule& r) {
+  const SwigluGrad d = swiglu_grad_any_nan(gate, up, dA, weighted, weight, r);
+  return {canonical_nan(d.d_gate), canonical_nan(d.d_up), d.act};
 }
 
 }  // namespace mxq::num

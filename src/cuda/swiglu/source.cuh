@@ -17,8 +17,8 @@
 namespace mxq::cuda::kernels::swiglu {
 
 // x rounded to nearest even into In's storage, as the CPU reference's store_float rounds it: one
-// conversion instruction; a NaN (the numerics core's results are the canonical one) as the
-// reference writes the canonical NaN, where the instruction would write its own.
+// conversion instruction; any NaN as the canonical NaN the reference writes, where the
+// instruction would write its own.
 template <class In>
 __device__ __forceinline__ typename In::Raw to_raw(float x) {
   if constexpr (std::is_same_v<In, Fp32In>) {
@@ -120,8 +120,7 @@ struct SwigluInput {
     return l;
   }
 
-  // The row's weight, 1 without weights: a * 1 and dA * 1 are a and dA exactly (a NaN comes out
-  // canonical either way), so one multiply serves both cases.
+  // The row's weight; 1 without weights, where the chunks skip the multiply.
   static __device__ __forceinline__ float weight(const View& p, int64_t m) {
     return p.s.weights ? __ldg(p.s.weights + m) : 1.0f;
   }
@@ -129,25 +128,40 @@ struct SwigluInput {
   // The chunk at row m, columns [k, k + vec) (whole, 16-byte path) from its loaded inputs.
   static __device__ __forceinline__ uint4 compute(const View& p, int64_t m, int64_t k, const Loaded& l) {
     const quantize::SwigluSource& s = p.s;
+    const bool weighted = s.weights != nullptr;
     if constexpr (kBackward) {
-      return finish(p, m, k, backward_chunk(l.a, l.b, l.g, weight(p, m), s.interleaved, k < s.F, s.rule));
+      return finish(p, m, k, backward_chunk(l.a, l.b, l.g, weight(p, m), weighted, s.interleaved, k < s.F, s.rule));
     } else {
-      return finish(p, m, k, forward_chunk(l.a, l.b, weight(p, m), s.interleaved, s.rule));
+      return finish(p, m, k, forward_chunk(l.a, l.b, weight(p, m), weighted, s.interleaved, s.rule));
     }
+  }
+
+  // f(std::bool_constant<flag>...) for run-time flags: f compiled once per combination.
+  template <class F>
+  static __device__ __forceinline__ uint4 on_constants(const F& f) {
+    return f();
+  }
+  template <class F, class... Rest>
+  static __device__ __forceinline__ uint4 on_constants(const F& f, bool flag, Rest... rest) {
+    if (flag) return on_constants([&](auto... c) { return f(std::true_type{}, c...); }, rest...);
+    return on_constants([&](auto... c) { return f(std::false_type{}, c...); }, rest...);
   }
 
   // The arithmetic of one chunk, not inlined: a copy of its eight activations at every pass of every
   // tile kernel made the kernels' code, and their compile time, many times larger. It takes only
   // what it computes with, by value, so that the call passes few registers and no local memory, and
-  // branches once to a loop compiled for its layout and rule.
-  static __device__ __noinline__ uint4 forward_chunk(const uint4 la, const uint4 lb, float w, bool interleaved,
-                                                     const num::SwigluRule rule) {
-    if (interleaved) {
-      return rule.clamped ? forward_pairs<true, true>(la, lb, w, rule) : forward_pairs<true, false>(la, lb, w, rule);
-    }
-    return rule.clamped ? forward_pairs<false, true>(la, lb, w, rule) : forward_pairs<false, false>(la, lb, w, rule);
+  // branches once to a loop compiled for its layout, rule and weights. The loops take the numerics
+  // core's values with any NaN as it comes: to_raw_chunk writes the canonical one.
+  static __device__ __noinline__ uint4 forward_chunk(const uint4 la, const uint4 lb, float w, bool weighted,
+                                                     bool interleaved, const num::SwigluRule rule) {
+    return on_constants(
+        [&](auto interleaved_c, auto clamped_c, auto weighted_c) {
+          return forward_pairs<decltype(interleaved_c)::value, decltype(clamped_c)::value,
+                               decltype(weighted_c)::value>(la, lb, w, rule);
+        },
+        interleaved, rule.clamped, weighted);
   }
-  template <bool kInterleaved, bool kClamped>
+  template <bool kInterleaved, bool kClamped, bool kWeighted>
   static __device__ __forceinline__ uint4 forward_pairs(const uint4 la, const uint4 lb, float w,
                                                         const num::SwigluRule rule) {
     const num::SwigluRule r{kClamped, rule.alpha, rule.limit};
@@ -160,7 +174,7 @@ struct SwigluInput {
       const int i = 2 * j % vec;  // interleaved: pair j at a[i], a[i + 1] (b past the first half)
       const Raw gate = kInterleaved ? (j < vec / 2 ? a[i] : b[i]) : a[j];
       const Raw up = kInterleaved ? (j < vec / 2 ? a[i + 1] : b[i + 1]) : b[j];
-      out[j] = num::swiglu(to_float(gate), to_float(up), true, w, r);
+      out[j] = num::swiglu_any_nan(to_float(gate), to_float(up), kWeighted, w, r);
     }
     return to_raw_chunk<Base>(out);
   }
@@ -169,21 +183,21 @@ struct SwigluInput {
   enum class Grads { interleaved, gate_half, up_half };
   // gate_half: the chunk's columns are in the gate half of a concatenated dh.
   static __device__ __noinline__ uint4 backward_chunk(const uint4 la, const uint4 lb, const uint4 lg, float w,
-                                                      bool interleaved, bool gate_half, const num::SwigluRule rule) {
-    const Grads what = interleaved ? Grads::interleaved : gate_half ? Grads::gate_half : Grads::up_half;
-    switch (what) {
-      case Grads::interleaved:
-        return rule.clamped ? backward_pairs<Grads::interleaved, true>(la, lb, lg, w, rule)
-                            : backward_pairs<Grads::interleaved, false>(la, lb, lg, w, rule);
-      case Grads::gate_half:
-        return rule.clamped ? backward_pairs<Grads::gate_half, true>(la, lb, lg, w, rule)
-                            : backward_pairs<Grads::gate_half, false>(la, lb, lg, w, rule);
-      default:
-        return rule.clamped ? backward_pairs<Grads::up_half, true>(la, lb, lg, w, rule)
-                            : backward_pairs<Grads::up_half, false>(la, lb, lg, w, rule);
-    }
+                                                      bool weighted, bool interleaved, bool gate_half,
+                                                      const num::SwigluRule rule) {
+    const auto grads = [&](auto what) {
+      return on_constants(
+          [&](auto clamped_c, auto weighted_c) {
+            return backward_pairs<decltype(what)::value, decltype(clamped_c)::value, decltype(weighted_c)::value>(
+                la, lb, lg, w, rule);
+          },
+          rule.clamped, weighted);
+    };
+    if (interleaved) return grads(std::integral_constant<Grads, Grads::interleaved>{});
+    if (gate_half) return grads(std::integral_constant<Grads, Grads::gate_half>{});
+    return grads(std::integral_constant<Grads, Grads::up_half>{});
   }
-  template <Grads kWhat, bool kClamped>
+  template <Grads kWhat, bool kClamped, bool kWeighted>
   static __device__ __forceinline__ uint4 backward_pairs(const uint4 la, const uint4 lb, const uint4 lg, float w,
                                                          const num::SwigluRule rule) {
     const num::SwigluRule r{kClamped, rule.alpha, rule.limit};
@@ -196,14 +210,15 @@ struct SwigluInput {
 #pragma unroll
       for (int j = 0; j < vec / 2; ++j) {
         const num::SwigluGrad d =
-            num::swiglu_grad(to_float(a[2 * j]), to_float(a[2 * j + 1]), to_float(g[j]), true, w, r);
+            num::swiglu_grad_any_nan(to_float(a[2 * j]), to_float(a[2 * j + 1]), to_float(g[j]), kWeighted, w, r);
         out[2 * j] = d.d_gate;
         out[2 * j + 1] = d.d_up;
       }
     } else {
 #pragma unroll
       for (int j = 0; j < vec; ++j) {
-        const num::SwigluGrad d = num::swiglu_grad(to_float(a[j]), to_float(b[j]), to_float(g[j]), true, w, r);
+        const num::SwigluGrad d =
+            num::swiglu_grad_any_nan(to_float(a[j]), to_float(b[j]), to_float(g[j]), kWeighted, w, r);
         out[j] = kWhat == Grads::gate_half ? d.d_gate : d.d_up;
       }
     }
