@@ -81,6 +81,14 @@ def torch_rows(M=256, K=2048, groups=8):
     for name, op in in_graph.items():
         rows.append((f"compiled graph, per call: {name}",
                      host_us(graph(op), calls=50, sync=torch.cuda.synchronize) / n))
+    # The same graphs compiled without inductor's checks of each op output's sizes, strides and
+    # alignment (what a deployment may turn off): the part of the compiled cost that is inductor's.
+    from torch._inductor import config as inductor_config
+    no_asserts = {k: False for k in ("size_asserts", "alignment_asserts") if hasattr(inductor_config, k)}
+    with inductor_config.patch(**no_asserts):
+        for name, op in in_graph.items():
+            rows.append((f"compiled graph, no output asserts, per call: {name}",
+                         host_us(graph(op), calls=50, sync=torch.cuda.synchronize) / n))
     return rows
 
 
