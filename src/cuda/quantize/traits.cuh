@@ -21,6 +21,18 @@ constexpr int kTileCols = 128;
 constexpr int kThreads = 256;
 constexpr int kScaleTileBytes = 512;
 
+// CTAs per SM of a tile kernel's launch bounds over In, with or without a colwise direction: a
+// computed input states its own, as its arithmetic needs more registers than a load; other inputs
+// take the tile's count (tuning.hpp).
+template <class In>
+constexpr int input_ctas_per_sm(int tile_ctas, bool col) {
+  if constexpr (In::computed) {
+    return In::ctas_per_sm(col);
+  } else {
+    return tile_ctas;
+  }
+}
+
 template <class In, class Fmt>
 struct TileTraits {
   using Input = In;
@@ -42,9 +54,12 @@ struct TileTraits {
   static constexpr int64_t staged_tile_bytes = int64_t{kTileRows} * kTileCols * sizeof(Raw);
   static constexpr int col_out_row_bytes = kTileRows * elem_bits / 8;  // colwise codes of one tile column
   static constexpr int64_t col_out_tile_bytes = int64_t{kTileCols} * col_out_row_bytes;
-  // CTAs per SM of the grouped kernels' launch bounds (tuning.hpp).
-  static constexpr int min_ctas_per_sm =
-      tile_ctas_per_sm(sizeof(Raw), std::is_same<typename In::Plain, Bf16In>::value, elem_bits, block, true, true);
+  // CTAs per SM of the grouped kernels' launch bounds, with or without a colwise direction (tuning.hpp).
+  static constexpr int grouped_ctas_per_sm(bool col) {
+    return input_ctas_per_sm<In>(
+        tile_ctas_per_sm(sizeof(Raw), std::is_same<typename In::Plain, Bf16In>::value, elem_bits, block, true, true),
+        col);
+  }
   static_assert(lanes_per_block >= 1 && (lanes_per_block & (lanes_per_block - 1)) == 0,
                 "a rowwise block spans a power-of-two number of lanes of one warp");
   static_assert(scale_cols == col_blocks && scale_cols % 4 == 0 && block_words >= 1,
@@ -61,8 +76,10 @@ constexpr uint32_t tile_order_band(int64_t tiles_k) {
 // The launch bounds' CTAs per SM of the plain tile kernel (tuning.hpp).
 template <class T, bool COL>
 constexpr int min_ctas() {
-  return tile_ctas_per_sm(sizeof(typename T::Raw), std::is_same<typename T::Input::Plain, Bf16In>::value, T::elem_bits,
-                          T::block, COL, false);
+  return input_ctas_per_sm<typename T::Input>(
+      tile_ctas_per_sm(sizeof(typename T::Raw), std::is_same<typename T::Input::Plain, Bf16In>::value, T::elem_bits,
+                       T::block, COL, false),
+      COL);
 }
 
 // num::e8m0_reciprocal of every scale byte a finite block can have (0..254), without its branches:

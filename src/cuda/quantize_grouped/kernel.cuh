@@ -183,7 +183,7 @@ enum class TileWalk { strips, one_tile, one_tile_rows_land };
 // CTA i takes (r, column tile) = gp.order's place i (quantize::TileOrder over strip_stride x
 // tiles_k): the strip at row tile r, or with a one-tile walk row tile r alone.
 template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule, TileWalk kWalk>
-__global__ void __launch_bounds__(kThreads, (quantize::TileTraits<In, Fmt>::min_ctas_per_sm))
+__global__ void __launch_bounds__(kThreads, (quantize::TileTraits<In, Fmt>::grouped_ctas_per_sm(COL)))
     grouped_quantize_kernel(const GroupedProblem gp) {
   using T = quantize::TileTraits<In, Fmt>;
   // colwise: the staged input tile, then the staged output (aligned: see quantize_tile_kernel)

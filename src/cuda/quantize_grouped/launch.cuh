@@ -85,7 +85,7 @@ Status grouped_facts(const GroupedProblem& p, Facts* f) {
   f->typical_rows = num::ceil_div(p.tile.M, int64_t{kTileRows}) + 1;
   f->tiles_k = p.tiles_k;
   f->sms = sms;
-  f->slots = int64_t{sms} * T::min_ctas_per_sm;
+  f->slots = int64_t{sms} * T::grouped_ctas_per_sm(COL);
   f->fast_memory = groups::fast_memory_per_sm();
   const ColwiseKernel forced = forced_colwise_kernel();
   f->force_windows = forced == ColwiseKernel::windows;

@@ -122,7 +122,7 @@ __device__ void zero_group_tails(const GroupedProblem& gp, const quantize::TileC
 // CTA i takes tile (tm, tk) = gp.order.place_row_major(i) (row-major over tiles_m x tiles_k) and
 // quantizes input rows [128 tm, 128 tm + 128) at column tile tk.
 template <class In, class Fmt, ScaleRule kRule>
-__global__ void __launch_bounds__(kThreads, (quantize::TileTraits<In, Fmt>::min_ctas_per_sm))
+__global__ void __launch_bounds__(kThreads, (quantize::TileTraits<In, Fmt>::grouped_ctas_per_sm(false)))
     grouped_rows_kernel(const GroupedProblem gp) {
   using T = quantize::TileTraits<In, Fmt>;
   extern __shared__ __align__(128) uint4 staged_tile[];  // aligned: see quantize_tile_kernel

@@ -69,6 +69,7 @@ struct SwigluInput {
   static constexpr bool computed = true;
   static constexpr int vec = 16 / static_cast<int>(sizeof(Raw));
   static constexpr int loads_in_flight = kLoadsInFlight;  // tuning.hpp
+  static constexpr int ctas_per_sm(bool col) { return col ? kCtasPerSmColwise : kCtasPerSmRowwise; }  // tuning.hpp
 
   // What the functions below read, from the tile kernel's Problem (by value: the edge tiles' call
   // to a function that is not inlined takes it in registers, not a copy of the whole Problem).

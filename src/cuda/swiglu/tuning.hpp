@@ -24,8 +24,16 @@ constexpr bool one_pass(const Facts& f) {
 // ---- Computed input of the quantize tile kernels (source.cuh) --------------------------------------
 
 // Chunks whose loads go out before the first is computed: two chunks' 32-48 bytes in flight per
-// thread fit the tile kernels' register caps (64 per thread at four CTAs per SM).
+// thread fit the tile kernels' register caps (below).
 constexpr int kLoadsInFlight = 2;
+
+// CTAs per SM of the tile kernels' launch bounds over the computed input, rowwise alone or with a
+// colwise direction: 256 threads each, so a register cap of 65536 / (256 * CTAs) per thread that
+// the chunk arithmetic and the tile code share. Rowwise runs faster at 64 registers with a few
+// spills than at 80 without; the colwise tile's code spills more, and runs faster at 80. Two CTAs
+// (128 registers) leave too few warps.
+constexpr int kCtasPerSmRowwise = 4;
+constexpr int kCtasPerSmColwise = 3;
 
 // ---- Elementwise kernels (elementwise.cu) ----------------------------------------------------------
 
