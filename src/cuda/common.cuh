@@ -29,11 +29,14 @@ inline bool aligned_to(const void* p, uintptr_t bytes) { return (reinterpret_cas
 // only for NaN and Inf: a block holding either is poisoned, and all its codes are selected to the
 // format's NaN code (kernels::quantize::codes_or_nan, docs/spec.md section 2), whatever its elements widened to.
 // Plain: the loaded type of the same elements; computed: the quantize kernels produce the elements
-// with In's own functions instead of loading them (SwiGLU's, ../swiglu/source.cuh).
+// with In's own functions instead of loading them (SwiGLU's, ../swiglu/source.cuh); paired_halves:
+// a computed input whose columns k and k + K / 2 come from one computation, which one CTA makes
+// into two tiles (SwiGLU's backward of concatenated h: d_gate and d_up of the same pairs).
 struct Bf16In {
   using Raw = uint16_t;
   using Plain = Bf16In;
   static constexpr bool computed = false;
+  static constexpr bool paired_halves = false;
   static __device__ __forceinline__ float to_float(Raw h) { return num::bf16_to_float(h); }
   static __device__ __forceinline__ float to_float_for_codes(Raw h) { return to_float(h); }
 };
@@ -41,6 +44,7 @@ struct Fp16In {
   using Raw = uint16_t;
   using Plain = Fp16In;
   static constexpr bool computed = false;
+  static constexpr bool paired_halves = false;
   // The hardware widening, exact for every finite value and infinity; a NaN keeps its payload as
   // in num::fp16_to_float, which the hardware's need not. num::fp16_to_float on every element
   // (branches, an int -> float conversion for the subnormals) made the fp16 kernels far slower.
@@ -56,6 +60,7 @@ struct Fp32In {
   using Raw = float;
   using Plain = Fp32In;
   static constexpr bool computed = false;
+  static constexpr bool paired_halves = false;
   static __device__ __forceinline__ float to_float(Raw f) { return f; }
   static __device__ __forceinline__ float to_float_for_codes(Raw f) { return f; }
 };

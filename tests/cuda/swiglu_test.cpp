@@ -90,6 +90,7 @@ struct Case {
   int64_t groups;
   int32_t pad;
   bool amax_given;
+  int32_t pad_colwise = -1;  // -1: pad
 };
 
 const Case kCases[] = {
@@ -109,6 +110,53 @@ void expect_same(const SwigluResult& cpu, const DeviceSwiglu& gpu, Direction d) 
   EXPECT_TRUE(bytes_equal(as_bytes(cpu.grad_weights), as_bytes(gpu.grad_weights), "grad_weights"));
 }
 
+// One case on random values with special ones: the forward (unless backward_only) and the backward
+// against the cpu backend. stride: h's row stride (0: contiguous).
+void check_case(Rng& rng, DType t, const Case& c, SwigluVariant v, SwigluLayout l, bool weighted, int64_t M, int64_t F,
+                int64_t stride, size_t offset, bool backward_only) {
+  SCOPED_TRACE(::testing::Message() << to_string(t) << " " << to_string(c.format) << " " << to_string(c.direction)
+                                    << " G=" << c.groups << " pad=" << c.pad << "/" << c.pad_colwise
+                                    << (v == SwigluVariant::clamped ? " clamped" : " silu")
+                                    << (l == SwigluLayout::interleaved ? " interleaved" : "")
+                                    << (weighted ? " weighted" : "") << " M=" << M << " F=" << F << " stride=" << stride
+                                    << " offset=" << offset);
+  HostTensor h = special_tensor(rng, t, 1, M, 2 * F, 0.01);
+  if (stride) {
+    HostTensor s(t, 1, M, 2 * F, stride);
+    for (int64_t m = 0; m < M; ++m)
+      for (int64_t k = 0; k < 2 * F; ++k)
+        std::memcpy(&s.bytes[s.index(0, m, k) * dtype_size(t)], &h.bytes[h.index(0, m, k) * dtype_size(t)],
+                    size_t(dtype_size(t)));
+    h = s;
+  }
+  // Huge gates: the exp overflows and underflows on both sides.
+  for (int i = 0; i < 8 && M * F > 0; ++i)
+    h.set(0, rng.uniform(0, M - 1), rng.uniform(0, 2 * F - 1), i % 2 ? 1e30f : -1e30f);
+  SwigluRequest req;
+  req.quantize.params = {c.format, ScaleRule::rceil, c.layout, c.direction};
+  // Rows past the last group: quantized by no tile, but part of a kept tensor.
+  if (c.groups) req.quantize.ends = random_group_ends(rng, M, c.groups, 1, rng.uniform(0, 1) ? M / 4 : 0);
+  req.quantize.pad_rowwise = c.pad;
+  req.quantize.pad_colwise = c.pad_colwise < 0 ? c.pad : c.pad_colwise;
+  if (c.amax_given) req.quantize.tensor_amax = {std::abs(rng.normal()) * 8.0f};
+  req.swiglu.variant = v;
+  req.swiglu.layout = l;
+  if (weighted)
+    for (int64_t m = 0; m < M; ++m) req.weights.push_back(rng.normal());
+  // 16-bit h quantizes a as it computes it and needs no buffer for it (nvfp4: with the
+  // caller's amax); the other calls need the buffer.
+  const bool fusable = t != DType::fp32 && (c.format != Format::nvfp4 || c.amax_given);
+  if (!backward_only) {
+    req.keep_computed = !fusable || rng.uniform(0, 1) == 1;
+    SCOPED_TRACE(req.keep_computed ? "computed kept" : "computed not kept");
+    expect_same(run_swiglu(h, req), run_cuda(h, nullptr, req, offset), c.direction);
+  }
+  const HostTensor dA = special_tensor(rng, rng.uniform(0, 1) || backward_only ? t : DType::bf16, 1, M, F, 0.01);
+  req.keep_computed = !(fusable && dA.dtype == t) || rng.uniform(0, 1) == 1;
+  SCOPED_TRACE(req.keep_computed ? "grad_input kept" : "grad_input not kept");
+  expect_same(run_swiglu_backward(dA, h, req), run_cuda(h, &dA, req, offset), c.direction);
+}
+
 TEST(SwigluCuda, ForwardAndBackwardMatchTheCpuBackend) {
   MXQ_FRESH_RNG(rng);
   const bool quick = quick_mode();
@@ -124,43 +172,39 @@ TEST(SwigluCuda, ForwardAndBackwardMatchTheCpuBackend) {
         const int64_t F = 2 * (quick ? rng.uniform(1, 100) : rng.uniform(1, 700));
         const int64_t stride = rng.uniform(0, 1) ? 2 * F + 2 * rng.uniform(1, 8) : 0;
         const size_t offset = rng.uniform(0, 3) == 0 ? 2 : 0;
-        SCOPED_TRACE(::testing::Message()
-                     << to_string(t) << " " << to_string(c.format) << " " << to_string(c.direction) << " G=" << c.groups
-                     << " pad=" << c.pad << (v == SwigluVariant::clamped ? " clamped" : " silu")
-                     << (l == SwigluLayout::interleaved ? " interleaved" : "") << (weighted ? " weighted" : "")
-                     << " M=" << M << " F=" << F << " stride=" << stride << " offset=" << offset);
-        HostTensor h = special_tensor(rng, t, 1, M, 2 * F, 0.01);
-        if (stride) {
-          HostTensor s(t, 1, M, 2 * F, stride);
-          for (int64_t m = 0; m < M; ++m)
-            for (int64_t k = 0; k < 2 * F; ++k)
-              std::memcpy(&s.bytes[s.index(0, m, k) * dtype_size(t)], &h.bytes[h.index(0, m, k) * dtype_size(t)],
-                          size_t(dtype_size(t)));
-          h = s;
-        }
-        // Huge gates: the exp overflows and underflows on both sides.
-        for (int i = 0; i < 8 && M * F > 0; ++i)
-          h.set(0, rng.uniform(0, M - 1), rng.uniform(0, 2 * F - 1), i % 2 ? 1e30f : -1e30f);
-        SwigluRequest req;
-        req.quantize.params = {c.format, ScaleRule::rceil, c.layout, c.direction};
-        // Rows past the last group: quantized by no tile, but part of a kept tensor.
-        if (c.groups) req.quantize.ends = random_group_ends(rng, M, c.groups, 1, rng.uniform(0, 1) ? M / 4 : 0);
-        req.quantize.pad_rowwise = req.quantize.pad_colwise = c.pad;
-        if (c.amax_given) req.quantize.tensor_amax = {std::abs(rng.normal()) * 8.0f};
-        req.swiglu.variant = v;
-        req.swiglu.layout = l;
-        if (weighted)
-          for (int64_t m = 0; m < M; ++m) req.weights.push_back(rng.normal());
-        // 16-bit h quantizes a as it computes it and needs no buffer for it (nvfp4: with the
-        // caller's amax); the other calls need the buffer.
-        const bool fusable = t != DType::fp32 && (c.format != Format::nvfp4 || c.amax_given);
-        req.keep_computed = !fusable || rng.uniform(0, 1) == 1;
-        SCOPED_TRACE(req.keep_computed ? "computed kept" : "computed not kept");
-        expect_same(run_swiglu(h, req), run_cuda(h, nullptr, req, offset), c.direction);
-        const HostTensor dA = special_tensor(rng, rng.uniform(0, 1) ? t : DType::bf16, 1, M, F, 0.01);
-        req.keep_computed = !(fusable && dA.dtype == t) || rng.uniform(0, 1) == 1;
-        expect_same(run_swiglu_backward(dA, h, req), run_cuda(h, &dA, req, offset), c.direction);
+        check_case(rng, t, c, v, l, weighted, M, F, stride, offset, false);
       }
+}
+
+// The backward of concatenated h whose halves are whole 128-column tiles, in both directions: one
+// CTA makes the d_gate tile and the d_up tile of the same pairs (full tiles from one computation,
+// the tails of tensors and groups chunk by chunk), with and without token groups, and with pads
+// that split the directions into two launches (then unpaired).
+TEST(SwigluCuda, BackwardOfHalvesInWholeTilesMatchesTheCpuBackend) {
+  MXQ_FRESH_RNG(rng);
+  const bool quick = quick_mode();
+  const Case cases[] = {
+      {Format::mxfp8, Direction::both, ScaleLayout::blocked, 8, 32, false},
+      {Format::mxfp8, Direction::both, ScaleLayout::blocked, 0, 0, false},
+      {Format::mxfp8, Direction::both, ScaleLayout::linear, 64, 0, false},
+      {Format::mxfp8_e5m2, Direction::both, ScaleLayout::blocked, 5, 128, false},
+      {Format::mxfp4, Direction::both, ScaleLayout::blocked, 8, 32, false},
+      {Format::nvfp4, Direction::both, ScaleLayout::blocked, 8, 128, true},
+      {Format::nvfp4, Direction::both, ScaleLayout::linear, 0, 0, true},
+  };
+  for (DType t : {DType::bf16, DType::fp16})
+    for (const Case& c : cases)
+      for (SwigluVariant v : {SwigluVariant::silu, SwigluVariant::clamped}) {
+        int64_t M = quick ? rng.uniform(1, 400) : rng.uniform(1, 1500);
+        const bool fp4 = c.format == Format::mxfp4 || c.format == Format::nvfp4;
+        if (fp4 && c.pad == 0) M += M % 2;
+        const int64_t F = 128 * rng.uniform(1, quick ? 3 : 6);
+        const int64_t stride = rng.uniform(0, 1) ? 2 * F + 8 * rng.uniform(1, 4) : 0;  // rows of whole 16 bytes
+        check_case(rng, t, c, v, SwigluLayout::concatenated, rng.uniform(0, 1) == 1, M, F, stride, 0, true);
+      }
+  // Pads whose tiles differ between the directions: two launches, unpaired.
+  const Case split{Format::mxfp8, Direction::both, ScaleLayout::blocked, 8, 0, false, 256};
+  check_case(rng, DType::bf16, split, SwigluVariant::silu, SwigluLayout::concatenated, false, 700, 256, 0, 0, true);
 }
 
 TEST(SwigluCuda, Fp32NeedsTheComputedBufferAndEmptyInputsRun) {

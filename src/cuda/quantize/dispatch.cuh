@@ -48,6 +48,22 @@ Status dispatch_directions(Direction d, Fn&& fn) {
   }
 }
 
+// A paired input (../swiglu/source.cuh) reached a launch of other directions than both in one
+// launch: its caller chose it where it must not.
+inline Status paired_directions_error() {
+  return Status::error(Code::unsupported, "quantize: paired tiles serve both directions in one launch only");
+}
+
+// dispatch_directions for input type In: a paired input serves both directions only.
+template <class In, class Fn>
+Status dispatch_directions_of(Direction d, Fn&& fn) {
+  if constexpr (In::paired_halves) {
+    return d == Direction::both ? fn(Flag<true>{}, Flag<true>{}) : paired_directions_error();
+  } else {
+    return dispatch_directions(d, fn);
+  }
+}
+
 // Lets `kernel` use `bytes` of dynamic shared memory (beyond the 48 KB default).
 // Asked of the driver once per kernel, device and size.
 template <class Kernel>

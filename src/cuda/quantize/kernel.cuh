@@ -87,10 +87,20 @@ __device__ __forceinline__ void derive_tensor_scales(const Problem& p, const Til
   }
 }
 
-// Dynamic shared memory of a tile for the directions served.
+// Dynamic shared memory of a tile for the directions served (a paired input: a second staged tile).
 template <class T, bool COL>
 constexpr size_t tile_dynamic_smem() {
-  return COL ? static_cast<size_t>(T::staged_tile_bytes + T::col_out_tile_bytes) : 0;
+  constexpr int64_t staged = T::Input::paired_halves ? 2 * T::staged_tile_bytes : T::staged_tile_bytes;
+  return COL ? static_cast<size_t>(staged + T::col_out_tile_bytes) : 0;
+}
+
+// The partner of a paired input's tile c: the same rows, K / 2 columns on (a whole number of tiles).
+__device__ __forceinline__ TileCoord paired_tile_coord(const Problem& p, const TileCoord& c) {
+  TileCoord up = c;
+  up.k0 = c.k0 + p.K / 2;
+  up.tk = c.tk + p.K / 2 / kTileCols;
+  up.k_full = up.k0 + kTileCols <= p.K;
+  return up;
 }
 
 // The tile's amax into p.amax_out[c.b] (QuantizeOutputs::amax, cleared before the kernel), in two
@@ -175,26 +185,51 @@ __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord&
     // them starts once its own copies have landed (one commit group each) and the colwise pass,
     // which reads every thread's, follows a barrier. 8-bit codes gain from it on small grids only,
     // so they wait for the whole tile unless the caller asks (TileOptions::rows_as_they_land).
-    constexpr bool kRowsAsTheyLand = ROW && (T::elem_bits == 4 || kRowsLand);
+    // A paired input stages both of its tiles before either is quantized.
+    constexpr bool kRowsAsTheyLand = ROW && !In::paired_halves && (T::elem_bits == 4 || kRowsLand);
+    // The codes and scales of staged tile `tile` at tc, once it is staged (or, rows as they land,
+    // while it is).
+    const auto quantize_staged = [&](const TileCoord& tc, const uint4* tile) {
+      if constexpr (ROW) {
+        const auto staged_chunk = [&](int i) {
+          return tile[(row0 + i * T::rows_per_pass) * T::chunks_per_row + chunk];
+        };
+        using BeforeGroup = std::conditional_t<kRowsAsTheyLand, WaitForPassGroup<T>, NoGroupWait>;
+        block_amax = quantize_rows<In, Fmt, true>(p, tc, scaler, staged_chunk, row0, chunk,
+                                                  tile_row_out<T>(p, tc, row0, chunk), row_scale_tile, BeforeGroup{});
+        if constexpr (kRowsAsTheyLand) __syncthreads();  // every thread's copies have landed
+      }
+      uint8_t* out_tile = reinterpret_cast<uint8_t*>(staged_tile) + T::staged_tile_bytes;
+      block_amax = max(block_amax, quantize_col_pairs<In, Fmt>(p, tc, scaler, tile, tid, out_tile, col_scale_tile));
+      share_amax();
+      __syncthreads();  // the staged output and both scale tiles are complete
+      store_col_tile<T>(p, tc, out_tile, tid);
+    };
+    if constexpr (In::paired_halves) {
+      // The partner tile after the staged output; the first tile's scales and staged output are
+      // written out before the second reuses their shared memory.
+      uint4* up_tile = staged_tile + (T::staged_tile_bytes + T::col_out_tile_bytes) / sizeof(uint4);
+      const TileCoord up = paired_tile_coord(p, c);
+      stage_tile_pair<T>(p, c, up, chunk, row0, staged_tile, up_tile);
+      derive();
+      __syncthreads();
+      take_derived();
+      quantize_staged(c, staged_tile);
+      store_tile_scales<T, ROW, COL>(p, c, row_scale_tile, col_scale_tile, tid);
+      if constexpr (kAmaxOut) commit_tile_amax<T>(p, c, tile_amax);
+      __syncthreads();
+      quantize_staged(up, up_tile);
+      store_tile_scales<T, ROW, COL>(p, up, row_scale_tile, col_scale_tile, tid);
+      if constexpr (kAmaxOut) commit_tile_amax<T>(p, up, tile_amax);
+      return;
+    }
     stage_tile<T, !kRowsAsTheyLand, kFetch256, kRowsAsTheyLand ? kRowPassGroups<T> : 1>(p, c, chunk, row0, staged_tile,
                                                                                         derive);
     if constexpr (!kRowsAsTheyLand || kDerive) __syncthreads();
     take_derived();
-    if constexpr (ROW) {
-      const auto staged_chunk = [&](int i) {
-        return staged_tile[(row0 + i * T::rows_per_pass) * T::chunks_per_row + chunk];
-      };
-      using BeforeGroup = std::conditional_t<kRowsAsTheyLand, WaitForPassGroup<T>, NoGroupWait>;
-      block_amax = quantize_rows<In, Fmt, true>(p, c, scaler, staged_chunk, row0, chunk,
-                                                tile_row_out<T>(p, c, row0, chunk), row_scale_tile, BeforeGroup{});
-      if constexpr (kRowsAsTheyLand) __syncthreads();  // every thread's copies have landed
-    }
-    uint8_t* out_tile = reinterpret_cast<uint8_t*>(staged_tile) + T::staged_tile_bytes;
-    block_amax = max(block_amax, quantize_col_pairs<In, Fmt>(p, c, scaler, staged_tile, tid, out_tile, col_scale_tile));
-    share_amax();
-    __syncthreads();  // the staged output and both scale tiles are complete
-    store_col_tile<T>(p, c, out_tile, tid);
+    quantize_staged(c, staged_tile);
   } else {
+    static_assert(!In::paired_halves, "paired tiles are staged: a colwise direction");
     uint4 regs[T::passes];
     load_tile_regs<T>(p, c, chunk, row0, regs);
     if constexpr (kDerive) {

@@ -27,10 +27,13 @@ Status launch_plain(const PlainLaunch& l) {
     using T = TileTraits<In, Fmt>;
     return dispatch_rule<Fmt>(l.rule, [&](auto rule) {
       constexpr ScaleRule kRule = decltype(rule)::value;
-      return dispatch_directions(l.direction, [&](auto row, auto col) {
+      return dispatch_directions_of<In>(l.direction, [&](auto row, auto col) {
         constexpr bool kRow = decltype(row)::value, kCol = decltype(col)::value;
-        p.order = TileOrder(static_cast<uint32_t>(p.tiles_m), static_cast<uint32_t>(p.tiles_k),
-                            tile_order_band<T, kRow, kCol>(p.tiles_k));
+        // A paired input's CTA makes a tile of each half: the grid covers the first half's.
+        const int64_t tiles_k = In::paired_halves ? p.tiles_k / 2 : p.tiles_k;
+        p.order = TileOrder(static_cast<uint32_t>(p.tiles_m), static_cast<uint32_t>(tiles_k),
+                            tile_order_band<T, kRow, kCol>(tiles_k));
+        p.batch_tiles = FastDiv(static_cast<uint32_t>(p.tiles_m * tiles_k));
         auto kernel = quantize_tile_kernel<In, Fmt, kRow, kCol, kRule>;
         if constexpr (Fmt::nv) {
           const unsigned options = (l.derive ? TileOptions::derive_tensor_scales : 0u) |
@@ -52,7 +55,7 @@ Status launch_plain(const PlainLaunch& l) {
         const size_t smem = tile_dynamic_smem<T, kCol>();
         const Status st = allow_dynamic_smem(kernel, smem);
         if (!st.ok()) return st;
-        kernel<<<static_cast<unsigned>(l.tiles), kThreads, smem, l.stream>>>(p);
+        kernel<<<static_cast<unsigned>(p.batch * p.tiles_m * tiles_k), kThreads, smem, l.stream>>>(p);
         return launch_status("quantize");
       });
     });

@@ -5,18 +5,16 @@
 // alone on up to 16 rounds of CTAs takes tiles of input rows instead: rows_kernel.cuh.)
 //
 // The grid is sized on the host from an upper bound: tile_rows = ceil(rows / 128) + G row tiles,
-// tiles_k column tiles. A CTA takes up to kStripTiles row tiles, `stride` apart, at one column
-// tile, and walks the device-side offsets (group_tiles.cuh) once to find the groups of all of them
-// (a walk per tile cost a quarter of the speed); with one tile per CTA (few groups) the one-tile
-// instantiation takes a shorter path to its first load (quantize_one_tile). The CTAs take (strip,
-// column tile) in the plain kernel's TileOrder: the column tile varies fastest, over all column
-// tiles for both directions (whole input rows together), over narrow bands for colwise alone
-// (long runs of the transposed rows together). Group g owns
-// ceil(rows_g / 128) consecutive row tiles, tile t covering its local rows [128 t, 128 t + 128),
-// and each such tile owns whole 512-byte blocked scale tiles per direction. CTAs whose row tile
-// lies past the last group zero the bytes that belong to no group (zero_fill.cuh); there is always
-// at least one such row tile, because the tiles of the groups and of the rows past them sum to at
-// most ceil(rows / 128) + G - 1.
+// tiles_k column tiles (a paired input: the first half's, each CTA making its partner too). A CTA takes up to
+// kStripTiles row tiles, `stride` apart, at one column tile, and walks the device-side offsets (group_tiles.cuh) once
+// to find the groups of all of them (a walk per tile cost a quarter of the speed); with one tile per CTA (few groups)
+// the one-tile instantiation takes a shorter path to its first load (quantize_one_tile). The CTAs take (strip, column
+// tile) in the plain kernel's TileOrder: the column tile varies fastest, over all column tiles for both directions
+// (whole input rows together), over narrow bands for colwise alone (long runs of the transposed rows together). Group g
+// owns ceil(rows_g / 128) consecutive row tiles, tile t covering its local rows [128 t, 128 t + 128), and each such
+// tile owns whole 512-byte blocked scale tiles per direction. CTAs whose row tile lies past the last group zero the
+// bytes that belong to no group (zero_fill.cuh); there is always at least one such row tile, because the tiles of the
+// groups and of the rows past them sum to at most ceil(rows / 128) + G - 1.
 #pragma once
 #include <cstdint>
 
@@ -82,7 +80,7 @@ __device__ __forceinline__ quantize::TileCoord group_tile_coord(const GroupedPro
 // The bytes of this direction's outputs that belong to no group; z of zs is this CTA's place
 // among the CTAs past the last group with the same column tile.
 template <class T, bool ROW, bool COL>
-__device__ void zero_ungrouped(const GroupedProblem& gp, const GroupTotals& t, int64_t z, int64_t zs, int64_t tk) {
+__device__ void zero_ungrouped_tile(const GroupedProblem& gp, const GroupTotals& t, int64_t z, int64_t zs, int64_t tk) {
   const quantize::Problem& p = gp.tile;
   const int64_t cta = z * gp.tiles_k + tk, ctas = zs * gp.tiles_k;
   if constexpr (ROW) {
@@ -105,6 +103,13 @@ __device__ void zero_ungrouped(const GroupedProblem& gp, const GroupTotals& t, i
       zero_columns(p.col_scales, p.col_scale_cols, k0, k1, t.qcols, p.col_scale_cols, z, zs);
     }
   }
+}
+
+// zero_ungrouped_tile for the CTA's column tile tk, and for a paired input's CTA its partner's.
+template <class T, bool ROW, bool COL>
+__device__ void zero_ungrouped(const GroupedProblem& gp, const GroupTotals& t, int64_t z, int64_t zs, int64_t tk) {
+  zero_ungrouped_tile<T, ROW, COL>(gp, t, z, zs, tk);
+  if constexpr (T::Input::paired_halves) zero_ungrouped_tile<T, ROW, COL>(gp, t, z, zs, tk + gp.tiles_k / 2);
 }
 
 // One row tile per CTA (strip_tiles 1): the path from the CTA's start to its first load is what

@@ -45,24 +45,31 @@ Status launch_windows(GroupedProblem p, cudaStream_t stream) {
   return launch_status("quantize");
 }
 
+// Column tiles of the grid: a paired input's CTA makes a tile of each half.
+template <class In>
+int64_t grid_tiles_k(int64_t tiles_k) {
+  return In::paired_halves ? tiles_k / 2 : tiles_k;
+}
+
 template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
 Status launch_tiles(GroupedProblem p, const Choice& c, cudaStream_t stream) {
   using T = quantize::TileTraits<In, Fmt>;
   p.strip_tiles = c.strip_tiles;
   p.strip_stride = c.strip_stride;
-  p.order = quantize::TileOrder(static_cast<uint32_t>(p.strip_stride), static_cast<uint32_t>(p.tiles_k),
-                                quantize::tile_order_band<T, ROW, COL>(p.tiles_k));
+  const int64_t tiles_k = grid_tiles_k<In>(p.tiles_k);
+  p.order = quantize::TileOrder(static_cast<uint32_t>(p.strip_stride), static_cast<uint32_t>(tiles_k),
+                                quantize::tile_order_band<T, ROW, COL>(tiles_k));
   auto kernel = grouped_quantize_kernel<In, Fmt, ROW, COL, kRule, TileWalk::strips>;
   if (c.strip_tiles == 1) {
     kernel = grouped_quantize_kernel<In, Fmt, ROW, COL, kRule, TileWalk::one_tile>;
-    if constexpr (ROW && COL && T::elem_bits == 8) {
+    if constexpr (ROW && COL && T::elem_bits == 8 && !In::paired_halves) {
       if (c.rows_land) kernel = grouped_quantize_kernel<In, Fmt, ROW, COL, kRule, TileWalk::one_tile_rows_land>;
     }
   }
   const size_t smem = quantize::tile_dynamic_smem<T, COL>();
   const Status st = quantize::allow_dynamic_smem(kernel, smem);
   if (!st.ok()) return st;
-  kernel<<<static_cast<unsigned>(p.strip_stride * p.tiles_k), quantize::kThreads, smem, stream>>>(p);
+  kernel<<<static_cast<unsigned>(p.strip_stride * tiles_k), quantize::kThreads, smem, stream>>>(p);
   return launch_status("quantize");
 }
 
@@ -83,7 +90,7 @@ Status grouped_facts(const GroupedProblem& p, Facts* f) {
   f->input_row_tiles = std::max(p.tile.tiles_m, int64_t{1});
   f->tile_rows = p.tile_rows;
   f->typical_rows = num::ceil_div(p.tile.M, int64_t{kTileRows}) + 1;
-  f->tiles_k = p.tiles_k;
+  f->tiles_k = grid_tiles_k<typename T::Input>(p.tiles_k);
   f->sms = sms;
   f->slots = int64_t{sms} * T::grouped_ctas_per_sm(COL);
   f->fast_memory = groups::fast_memory_per_sm();
@@ -100,19 +107,25 @@ Status launch(const GroupedProblem& p, cudaStream_t stream) {
   const Status got = grouped_facts<T, ROW, COL>(p, &facts);
   if (!got.ok()) return got;
   const Choice c = choose_kernel(facts);
-  switch (c.kernel) {
-    case Kernel::input_row_tiles:
-      if constexpr (ROW && !COL) return launch_rows<In, Fmt, kRule>(p, stream);
-      break;
-    case Kernel::windows:
-      if constexpr (COL && !ROW && kWindowsTypes<T>) return launch_windows<In, Fmt, kRule, GroupWindows>(p, stream);
-      break;
-    case Kernel::one_group_windows:
-      if constexpr (COL && !ROW && kWindowsTypes<T>) return launch_windows<In, Fmt, kRule, OneGroupWindows>(p, stream);
-      break;
-    case Kernel::group_tiles: return launch_tiles<In, Fmt, ROW, COL, kRule>(p, c, stream);
+  if constexpr (In::paired_halves) {  // both directions, which always take tiles
+    static_assert(ROW && COL, "paired tiles: both directions");
+    return launch_tiles<In, Fmt, ROW, COL, kRule>(p, c, stream);
+  } else {
+    switch (c.kernel) {
+      case Kernel::input_row_tiles:
+        if constexpr (ROW && !COL) return launch_rows<In, Fmt, kRule>(p, stream);
+        break;
+      case Kernel::windows:
+        if constexpr (COL && !ROW && kWindowsTypes<T>) return launch_windows<In, Fmt, kRule, GroupWindows>(p, stream);
+        break;
+      case Kernel::one_group_windows:
+        if constexpr (COL && !ROW && kWindowsTypes<T>)
+          return launch_windows<In, Fmt, kRule, OneGroupWindows>(p, stream);
+        break;
+      case Kernel::group_tiles: return launch_tiles<In, Fmt, ROW, COL, kRule>(p, c, stream);
+    }
+    return Status::error(Code::unsupported, "quantize: no grouped kernel for this case");
   }
-  return Status::error(Code::unsupported, "quantize: no grouped kernel for this case");
 }
 
 template <class In>
@@ -121,13 +134,18 @@ Status launch_input(const GroupedLaunch& l) {
     using Fmt = decltype(fmt);
     return quantize::dispatch_rule<Fmt>(l.rule, [&](auto rule) {
       constexpr ScaleRule kRule = decltype(rule)::value;
-      if (l.split) {
-        const Status s = launch<In, Fmt, true, false, kRule>(l.first, l.stream);
-        return s.ok() ? launch<In, Fmt, false, true, kRule>(l.second, l.stream) : s;
+      if constexpr (In::paired_halves) {
+        if (l.split || l.direction != Direction::both) return quantize::paired_directions_error();
+        return launch<In, Fmt, true, true, kRule>(l.first, l.stream);
+      } else {
+        if (l.split) {
+          const Status s = launch<In, Fmt, true, false, kRule>(l.first, l.stream);
+          return s.ok() ? launch<In, Fmt, false, true, kRule>(l.second, l.stream) : s;
+        }
+        return quantize::dispatch_directions(l.direction, [&](auto row, auto col) {
+          return launch<In, Fmt, decltype(row)::value, decltype(col)::value, kRule>(l.first, l.stream);
+        });
       }
-      return quantize::dispatch_directions(l.direction, [&](auto row, auto col) {
-        return launch<In, Fmt, decltype(row)::value, decltype(col)::value, kRule>(l.first, l.stream);
-      });
     });
   });
 }

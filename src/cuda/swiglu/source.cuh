@@ -62,11 +62,16 @@ __device__ __forceinline__ uint4 to_raw_chunk(const float (&x)[8]) {
 // quantize::Problem::in is h with h's row stride; quantize::Problem::swiglu says the rest. The launcher takes the
 // 16-byte path (quantize::Problem::vec_in) only where every chunk of h, dA and the copy is 16-byte aligned
 // and lies within one half of a concatenated h.
+template <class Base>
+struct SwigluPairedInput;
 template <class Base, bool kBackward>
 struct SwigluInput {
   using Raw = typename Base::Raw;
   using Plain = Base;
   static constexpr bool computed = true;
+  static constexpr bool paired_halves = false;
+  static constexpr bool backward = kBackward;
+  using Paired = SwigluPairedInput<Base>;  // backward only
   static constexpr int vec = 16 / static_cast<int>(sizeof(Raw));
   static constexpr int loads_in_flight = kLoadsInFlight;  // tuning.hpp
   static constexpr int ctas_per_sm(bool col) { return col ? kCtasPerSmColwise : kCtasPerSmRowwise; }  // tuning.hpp
@@ -139,11 +144,11 @@ struct SwigluInput {
 
   // f(std::bool_constant<flag>...) for run-time flags: f compiled once per combination.
   template <class F>
-  static __device__ __forceinline__ uint4 on_constants(const F& f) {
+  static __device__ __forceinline__ auto on_constants(const F& f) {
     return f();
   }
   template <class F, class... Rest>
-  static __device__ __forceinline__ uint4 on_constants(const F& f, bool flag, Rest... rest) {
+  static __device__ __forceinline__ auto on_constants(const F& f, bool flag, Rest... rest) {
     if (flag) return on_constants([&](auto... c) { return f(std::true_type{}, c...); }, rest...);
     return on_constants([&](auto... c) { return f(std::false_type{}, c...); }, rest...);
   }
@@ -269,6 +274,58 @@ struct SwigluInput {
       }
     }
     return v;
+  }
+};
+
+// The backward of concatenated h (F a multiple of the tile width) whose CTAs make the d_gate tile
+// at column k and the d_up tile at k + F of the same pairs together (In::paired_halves), the pairs
+// computed once for both (compute_pair) instead of once for each tile.
+template <class Base>
+struct SwigluPairedInput : SwigluInput<Base, true> {
+  using Unpaired = SwigluInput<Base, true>;
+  using typename Unpaired::Loaded;
+  using typename Unpaired::Raw;
+  using typename Unpaired::View;
+  using Unpaired::finish;
+  using Unpaired::on_constants;
+  using Unpaired::to_float;
+  using Unpaired::vec;
+  using Unpaired::weight;
+  static constexpr bool paired_halves = true;
+  static constexpr int loads_in_flight = kPairedLoadsInFlight;  // tuning.hpp
+  static constexpr int ctas_per_sm(bool) { return kCtasPerSmPaired; }  // tuning.hpp: colwise always
+
+  struct Pair {
+    uint4 gate, up;
+  };
+  // The chunks of d_gate at columns [k, k + vec) (k < F) and of d_up at [k + F, k + F + vec), from
+  // one computation of their pairs (l: Unpaired::load at k).
+  static __device__ __forceinline__ Pair compute_pair(const View& p, int64_t m, int64_t k, const Loaded& l) {
+    const quantize::SwigluSource& s = p.s;
+    const Pair d = backward_pair_chunk(l.a, l.b, l.g, weight(p, m), s.weights != nullptr, s.rule);
+    return {finish(p, m, k, d.gate), finish(p, m, k + s.F, d.up)};
+  }
+  // Both gradients of vec pairs, not inlined (as Unpaired::backward_chunk).
+  static __device__ __noinline__ Pair backward_pair_chunk(const uint4 la, const uint4 lb, const uint4 lg, float w,
+                                                          bool weighted, const num::SwigluRule rule) {
+    const auto both = [&](auto clamped_c, auto weighted_c) {
+      constexpr bool kClamped = decltype(clamped_c)::value, kWeighted = decltype(weighted_c)::value;
+      const num::SwigluRule r{kClamped, rule.alpha, rule.limit};
+      Raw a[vec], b[vec], g[vec];
+      float d_gate[vec], d_up[vec];
+      memcpy(a, &la, sizeof a);
+      memcpy(b, &lb, sizeof b);
+      memcpy(g, &lg, sizeof g);
+#pragma unroll
+      for (int j = 0; j < vec; ++j) {
+        const num::SwigluGrad e =
+            num::swiglu_grad_any_nan(to_float(a[j]), to_float(b[j]), to_float(g[j]), kWeighted, w, r);
+        d_gate[j] = e.d_gate;
+        d_up[j] = e.d_up;
+      }
+      return Pair{to_raw_chunk<Base>(d_gate), to_raw_chunk<Base>(d_up)};
+    };
+    return on_constants(both, rule.clamped, weighted);
   }
 };
 
