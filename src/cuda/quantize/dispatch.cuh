@@ -54,6 +54,12 @@ inline Status paired_directions_error() {
   return Status::error(Code::unsupported, "quantize: paired tiles serve both directions in one launch only");
 }
 
+// Column tiles of a launch's grid: a paired input's CTA makes a tile of each half.
+template <class In>
+int64_t grid_tiles_k(int64_t tiles_k) {
+  return In::paired_halves ? tiles_k / 2 : tiles_k;
+}
+
 // dispatch_directions for input type In: a paired input serves both directions only.
 template <class In, class Fn>
 Status dispatch_directions_of(Direction d, Fn&& fn) {

@@ -29,8 +29,7 @@ Status launch_plain(const PlainLaunch& l) {
       constexpr ScaleRule kRule = decltype(rule)::value;
       return dispatch_directions_of<In>(l.direction, [&](auto row, auto col) {
         constexpr bool kRow = decltype(row)::value, kCol = decltype(col)::value;
-        // A paired input's CTA makes a tile of each half: the grid covers the first half's.
-        const int64_t tiles_k = In::paired_halves ? p.tiles_k / 2 : p.tiles_k;
+        const int64_t tiles_k = grid_tiles_k<In>(p.tiles_k);
         p.order = TileOrder(static_cast<uint32_t>(p.tiles_m), static_cast<uint32_t>(tiles_k),
                             tile_order_band<T, kRow, kCol>(tiles_k));
         p.batch_tiles = FastDiv(static_cast<uint32_t>(p.tiles_m * tiles_k));

@@ -5,16 +5,19 @@
 // alone on up to 16 rounds of CTAs takes tiles of input rows instead: rows_kernel.cuh.)
 //
 // The grid is sized on the host from an upper bound: tile_rows = ceil(rows / 128) + G row tiles,
-// tiles_k column tiles (a paired input: the first half's, each CTA making its partner too). A CTA takes up to
-// kStripTiles row tiles, `stride` apart, at one column tile, and walks the device-side offsets (group_tiles.cuh) once
-// to find the groups of all of them (a walk per tile cost a quarter of the speed); with one tile per CTA (few groups)
-// the one-tile instantiation takes a shorter path to its first load (quantize_one_tile). The CTAs take (strip, column
-// tile) in the plain kernel's TileOrder: the column tile varies fastest, over all column tiles for both directions
-// (whole input rows together), over narrow bands for colwise alone (long runs of the transposed rows together). Group g
-// owns ceil(rows_g / 128) consecutive row tiles, tile t covering its local rows [128 t, 128 t + 128), and each such
-// tile owns whole 512-byte blocked scale tiles per direction. CTAs whose row tile lies past the last group zero the
-// bytes that belong to no group (zero_fill.cuh); there is always at least one such row tile, because the tiles of the
-// groups and of the rows past them sum to at most ceil(rows / 128) + G - 1.
+// tiles_k column tiles (a paired input's: those of the first half, each CTA making its partner
+// tile too). A CTA takes up to kStripTiles row tiles, `stride` apart, at one column tile, and
+// walks the device-side offsets (group_tiles.cuh) once to find the groups of all of them
+// (a walk per tile cost a quarter of the speed); with one tile per CTA (few groups) the one-tile
+// instantiation takes a shorter path to its first load (quantize_one_tile). The CTAs take (strip,
+// column tile) in the plain kernel's TileOrder: the column tile varies fastest, over all column
+// tiles for both directions (whole input rows together), over narrow bands for colwise alone
+// (long runs of the transposed rows together). Group g owns
+// ceil(rows_g / 128) consecutive row tiles, tile t covering its local rows [128 t, 128 t + 128),
+// and each such tile owns whole 512-byte blocked scale tiles per direction. CTAs whose row tile
+// lies past the last group zero the bytes that belong to no group (zero_fill.cuh); there is always
+// at least one such row tile, because the tiles of the groups and of the rows past them sum to at
+// most ceil(rows / 128) + G - 1.
 #pragma once
 #include <cstdint>
 

@@ -45,18 +45,12 @@ Status launch_windows(GroupedProblem p, cudaStream_t stream) {
   return launch_status("quantize");
 }
 
-// Column tiles of the grid: a paired input's CTA makes a tile of each half.
-template <class In>
-int64_t grid_tiles_k(int64_t tiles_k) {
-  return In::paired_halves ? tiles_k / 2 : tiles_k;
-}
-
 template <class In, class Fmt, bool ROW, bool COL, ScaleRule kRule>
 Status launch_tiles(GroupedProblem p, const Choice& c, cudaStream_t stream) {
   using T = quantize::TileTraits<In, Fmt>;
   p.strip_tiles = c.strip_tiles;
   p.strip_stride = c.strip_stride;
-  const int64_t tiles_k = grid_tiles_k<In>(p.tiles_k);
+  const int64_t tiles_k = quantize::grid_tiles_k<In>(p.tiles_k);
   p.order = quantize::TileOrder(static_cast<uint32_t>(p.strip_stride), static_cast<uint32_t>(tiles_k),
                                 quantize::tile_order_band<T, ROW, COL>(tiles_k));
   auto kernel = grouped_quantize_kernel<In, Fmt, ROW, COL, kRule, TileWalk::strips>;
@@ -90,7 +84,7 @@ Status grouped_facts(const GroupedProblem& p, Facts* f) {
   f->input_row_tiles = std::max(p.tile.tiles_m, int64_t{1});
   f->tile_rows = p.tile_rows;
   f->typical_rows = num::ceil_div(p.tile.M, int64_t{kTileRows}) + 1;
-  f->tiles_k = grid_tiles_k<typename T::Input>(p.tiles_k);
+  f->tiles_k = quantize::grid_tiles_k<typename T::Input>(p.tiles_k);
   f->sms = sms;
   f->slots = int64_t{sms} * T::grouped_ctas_per_sm(COL);
   f->fast_memory = groups::fast_memory_per_sm();
