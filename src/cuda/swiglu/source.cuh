@@ -206,13 +206,12 @@ struct SwigluInput {
   template <Grads kWhat, bool kClamped, bool kWeighted>
   static __device__ __forceinline__ uint4 backward_pairs(const uint4 la, const uint4 lb, const uint4 lg, float w,
                                                          const num::SwigluRule rule) {
-    const num::SwigluRule r{kClamped, rule.alpha, rule.limit};
-    Raw a[vec], b[vec], g[vec];
     float out[vec];
-    memcpy(a, &la, sizeof a);
-    memcpy(b, &lb, sizeof b);
-    memcpy(g, &lg, sizeof g);
     if constexpr (kWhat == Grads::interleaved) {
+      const num::SwigluRule r{kClamped, rule.alpha, rule.limit};
+      Raw a[vec], g[vec];
+      memcpy(a, &la, sizeof a);
+      memcpy(g, &lg, sizeof g);
 #pragma unroll
       for (int j = 0; j < vec / 2; ++j) {
         const num::SwigluGrad d =
@@ -221,14 +220,31 @@ struct SwigluInput {
         out[2 * j + 1] = d.d_up;
       }
     } else {
-#pragma unroll
-      for (int j = 0; j < vec; ++j) {
-        const num::SwigluGrad d =
-            num::swiglu_grad_any_nan(to_float(a[j]), to_float(b[j]), to_float(g[j]), kWeighted, w, r);
-        out[j] = kWhat == Grads::gate_half ? d.d_gate : d.d_up;
+      float other[vec];  // the other half's gradients: not computed once inlined
+      if constexpr (kWhat == Grads::gate_half) {
+        concatenated_grads<kClamped, kWeighted>(la, lb, lg, w, rule, out, other);
+      } else {
+        concatenated_grads<kClamped, kWeighted>(la, lb, lg, w, rule, other, out);
       }
     }
     return to_raw_chunk<Base>(out);
+  }
+  // Both gradients of vec concatenated pairs: a = gate, b = up, g = dA.
+  template <bool kClamped, bool kWeighted>
+  static __device__ __forceinline__ void concatenated_grads(const uint4 la, const uint4 lb, const uint4 lg, float w,
+                                                            const num::SwigluRule rule, float (&d_gate)[vec],
+                                                            float (&d_up)[vec]) {
+    const num::SwigluRule r{kClamped, rule.alpha, rule.limit};
+    Raw a[vec], b[vec], g[vec];
+    memcpy(a, &la, sizeof a);
+    memcpy(b, &lb, sizeof b);
+    memcpy(g, &lg, sizeof g);
+#pragma unroll
+    for (int j = 0; j < vec; ++j) {
+      const num::SwigluGrad d = num::swiglu_grad_any_nan(to_float(a[j]), to_float(b[j]), to_float(g[j]), kWeighted, w, r);
+      d_gate[j] = d.d_gate;
+      d_up[j] = d.d_up;
+    }
   }
 
   // The chunk at row m, columns [k, k + vec) element by element; columns past K are zero.
@@ -284,11 +300,9 @@ template <class Base>
 struct SwigluPairedInput : SwigluInput<Base, true> {
   using Unpaired = SwigluInput<Base, true>;
   using typename Unpaired::Loaded;
-  using typename Unpaired::Raw;
   using typename Unpaired::View;
   using Unpaired::finish;
   using Unpaired::on_constants;
-  using Unpaired::to_float;
   using Unpaired::vec;
   using Unpaired::weight;
   static constexpr bool paired_halves = true;
@@ -309,20 +323,9 @@ struct SwigluPairedInput : SwigluInput<Base, true> {
   static __device__ __noinline__ Pair backward_pair_chunk(const uint4 la, const uint4 lb, const uint4 lg, float w,
                                                           bool weighted, const num::SwigluRule rule) {
     const auto both = [&](auto clamped_c, auto weighted_c) {
-      constexpr bool kClamped = decltype(clamped_c)::value, kWeighted = decltype(weighted_c)::value;
-      const num::SwigluRule r{kClamped, rule.alpha, rule.limit};
-      Raw a[vec], b[vec], g[vec];
       float d_gate[vec], d_up[vec];
-      memcpy(a, &la, sizeof a);
-      memcpy(b, &lb, sizeof b);
-      memcpy(g, &lg, sizeof g);
-#pragma unroll
-      for (int j = 0; j < vec; ++j) {
-        const num::SwigluGrad e =
-            num::swiglu_grad_any_nan(to_float(a[j]), to_float(b[j]), to_float(g[j]), kWeighted, w, r);
-        d_gate[j] = e.d_gate;
-        d_up[j] = e.d_up;
-      }
+      Unpaired::template concatenated_grads<decltype(clamped_c)::value, decltype(weighted_c)::value>(la, lb, lg, w, rule,
+                                                                                                   d_gate, d_up);
       return Pair{to_raw_chunk<Base>(d_gate), to_raw_chunk<Base>(d_up)};
     };
     return on_constants(both, rule.clamped, weighted);

@@ -40,7 +40,7 @@ constexpr int kCtasPerSmColwise = 3;
 // directions in one launch, on the 16-byte path, with each half of dh in whole 128-column tiles.
 // The second staged tile (80 KB of shared memory in all) leaves room for two CTAs per SM; on an
 // H100 the pairs ran 5-14 % faster than the unpaired three CTAs per SM at 131072 and 16384 rows,
-// G = 8 (equal at 16384 rows, G = 64).
+// G = 8 (about equal at 16384 rows, G = 64, in runs apart).
 struct PairFacts {
   bool concatenated_backward = false;
   bool both_directions = false;  // in one launch: the token groups' directions share their row tiles
