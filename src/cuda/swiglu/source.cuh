@@ -306,7 +306,6 @@ struct SwigluPairedInput : SwigluInput<Base, true> {
   using Unpaired::vec;
   using Unpaired::weight;
   static constexpr bool paired_halves = true;
-  static constexpr int loads_in_flight = kPairedLoadsInFlight;  // tuning.hpp
   static constexpr int ctas_per_sm(bool) { return kCtasPerSmPaired; }  // tuning.hpp: colwise always
 
   struct Pair {

@@ -24,7 +24,8 @@ constexpr bool one_pass(const Facts& f) {
 // ---- Computed input of the quantize tile kernels (source.cuh) --------------------------------------
 
 // Chunks whose loads go out before the first is computed: two chunks' 32-48 bytes in flight per
-// thread fit the tile kernels' register caps (below).
+// thread fit the tile kernels' register caps (below). The paired input too: four, issued ahead
+// pass by pass (spilling under its 128-register cap), ran 5-9 % slower on an H100.
 constexpr int kLoadsInFlight = 2;
 
 // CTAs per SM of the tile kernels' launch bounds over the computed input, rowwise alone or with a
@@ -51,9 +52,6 @@ constexpr bool pair_halves(const PairFacts& f) {
   return f.concatenated_backward && f.both_directions && f.vec && f.halves_in_tiles;
 }
 constexpr int kCtasPerSmPaired = 2;
-// The paired input's chunks whose loads go out before the first is computed: four, issued ahead
-// pass by pass (spilling under the 128-register cap), ran 5-9 % slower on an H100.
-constexpr int kPairedLoadsInFlight = 2;
 
 // ---- Elementwise kernels (elementwise.cu) ----------------------------------------------------------
 
