@@ -1,0 +1,82 @@
+#!/usr/bin/env python3
+"""Executed instructions per element of one kernel, from ncu's SASS source counters: in total, in
+each called (non-inlined) function and by opcode outside and inside those functions.
+
+usage: python3 scripts/ncu_instructions.py SOURCE.csv[.xz] ELEMENTS [--top N]
+SOURCE.csv: `ncu -i REPORT --page source --csv --print-source sass > SOURCE.csv` of a report that
+holds the kernel once (profile it with --set full, or at least the SourceCounters section).
+ELEMENTS: what one element is, counted over the whole grid (e.g. M * F for a SwiGLU forward).
+Counts are per thread (warp instructions * 32 / ELEMENTS); predicated-off instructions count, as
+they take issue slots.
+"""
+import collections
+import csv
+import lzma
+import re
+import sys
+
+
+def read_instructions(path):
+    """(address, sass text, warp instructions executed) in address order."""
+    opener = lzma.open if path.endswith(".xz") else open
+    with opener(path, "rt", newline="") as f:
+        rows = list(csv.reader(f))
+    header = next(i for i, r in enumerate(rows) if "Address" in r and "Instructions Executed" in r)
+    cols = rows[header]
+    address, source, executed = (cols.index(c) for c in ("Address", "Source", "Instructions Executed"))
+    out = []
+    for r in rows[header + 1:]:
+        if len(r) > executed and r[address].startswith("0x"):
+            out.append((int(r[address], 16), r[source].strip(), int(r[executed] or 0)))
+    return sorted(out)
+
+
+def opcode(sass):
+    """The opcode without modifiers or predicate: '@!P3 FMUL.FTZ R1, ...' -> 'FMUL'."""
+    words = sass.split()
+    word = words[1] if words[0].startswith("@") and len(words) > 1 else words[0]
+    return word.split(".")[0]
+
+
+def callee_ranges(instructions):
+    """Index ranges [first, last] of each CALL target up to its first RET."""
+    index = {a: i for i, (a, _, _) in enumerate(instructions)}
+    ranges = {}
+    for _, sass, _ in instructions:
+        m = re.search(r"\bCALL\S*\s+(0x[0-9a-fA-F]+)", sass)
+        if not m or int(m.group(1), 16) not in index:
+            continue
+        first = index[int(m.group(1), 16)]
+        last = first
+        while last + 1 < len(instructions) and opcode(instructions[last][1]) != "RET":
+            last += 1
+        ranges[instructions[first][0]] = (first, last)
+    return ranges
+
+
+def main(argv):
+    if len(argv) < 2:
+        sys.exit(__doc__)
+    top = int(argv[argv.index("--top") + 1]) if "--top" in argv else 15
+    instructions = read_instructions(argv[0])
+    per_element = 32.0 / float(argv[1])
+    ranges = callee_ranges(instructions)
+    inside = {i for first, last in ranges.values() for i in range(first, last + 1)}
+    total = sum(c for _, _, c in instructions)
+    print(f"instructions per element: {total * per_element:.2f}")
+    for address, (first, last) in sorted(ranges.items()):
+        count = sum(c for _, _, c in instructions[first:last + 1])
+        print(f"  called function at {address:#x} ({last - first + 1} instructions): {count * per_element:.2f}")
+    for label, keep in (("outside called functions", lambda i: i not in inside),
+                        ("inside called functions", lambda i: i in inside)):
+        ops = collections.Counter()
+        for i, (_, sass, count) in enumerate(instructions):
+            if keep(i):
+                ops[opcode(sass)] += count
+        print(f"{label}: {sum(ops.values()) * per_element:.2f}")
+        for op, count in ops.most_common(top):
+            print(f"  {op:12s} {count * per_element:6.2f}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
