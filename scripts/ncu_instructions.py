@@ -3,8 +3,8 @@
 each called (non-inlined) function and by opcode outside and inside those functions.
 
 usage: python3 scripts/ncu_instructions.py SOURCE.csv[.xz] ELEMENTS [--top N]
-SOURCE.csv: `ncu -i REPORT --page source --csv --print-source sass > SOURCE.csv` of a report that
-holds the kernel once (profile it with --set full, or at least the SourceCounters section).
+SOURCE.csv: `ncu -i REPORT --page source --csv --print-source sass > SOURCE.csv`, of which the
+first kernel is read (profile with --set full, or at least the SourceCounters section).
 ELEMENTS: what one element is, counted over the whole grid (e.g. M * F for a SwiGLU forward).
 Counts are per thread (warp instructions * 32 / ELEMENTS); predicated-off instructions count, as
 they take issue slots.
@@ -17,18 +17,22 @@ import sys
 
 
 def read_instructions(path):
-    """(address, sass text, warp instructions executed) in address order."""
+    """The first kernel's name and its (address, sass text, warp instructions executed) in address
+    order (a report of several kernels lists them one after the other)."""
     opener = lzma.open if path.endswith(".xz") else open
     with opener(path, "rt", newline="") as f:
         rows = list(csv.reader(f))
+    kernel = next((r[1] for r in rows if len(r) > 1 and r[0] == "Kernel Name"), "?")
     header = next(i for i, r in enumerate(rows) if "Address" in r and "Instructions Executed" in r)
     cols = rows[header]
     address, source, executed = (cols.index(c) for c in ("Address", "Source", "Instructions Executed"))
     out = []
     for r in rows[header + 1:]:
+        if r and r[0] == "Kernel Name":
+            break
         if len(r) > executed and r[address].startswith("0x"):
             out.append((int(r[address], 16), r[source].strip(), int(r[executed] or 0)))
-    return sorted(out)
+    return kernel, sorted(out)
 
 
 def opcode(sass):
@@ -58,7 +62,8 @@ def main(argv):
     if len(argv) < 2:
         sys.exit(__doc__)
     top = int(argv[argv.index("--top") + 1]) if "--top" in argv else 15
-    instructions = read_instructions(argv[0])
+    kernel, instructions = read_instructions(argv[0])
+    print(kernel)
     per_element = 32.0 / float(argv[1])
     ranges = callee_ranges(instructions)
     inside = {i for first, last in ranges.values() for i in range(first, last + 1)}
