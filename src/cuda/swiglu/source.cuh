@@ -37,12 +37,14 @@ __device__ __forceinline__ typename In::Raw to_raw(float x) {
 }
 
 // A 16-byte chunk of In's eight 16-bit values from eight floats, each rounded as to_raw rounds it:
-// one conversion instruction per pair (cvt's first operand goes to the upper half), and a pair
-// with a NaN, which is rare, takes to_raw's per-value path.
+// one conversion instruction per pair (cvt's first operand goes to the upper half). A NaN, which
+// is rare, sends the warp once through to_raw's per-value path for the whole chunk, so that the
+// common path pays one unordered compare per pair rather than a predicated fix-up.
 template <class In>
 __device__ __forceinline__ uint4 to_raw_chunk(const float (&x)[8]) {
   static_assert(sizeof(typename In::Raw) == 2, "a 16-bit dtype");
   uint32_t w[4];
+  bool any_nan = false;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const float lo = x[2 * i], hi = x[2 * i + 1];
@@ -51,11 +53,32 @@ __device__ __forceinline__ uint4 to_raw_chunk(const float (&x)[8]) {
     } else {
       asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(w[i]) : "f"(hi), "f"(lo));
     }
-    if (__builtin_expect(lo != lo || hi != hi, 0)) {
-      w[i] = static_cast<uint32_t>(to_raw<In>(lo)) | static_cast<uint32_t>(to_raw<In>(hi)) << 16;
-    }
+    any_nan |= lo != lo || hi != hi;
+  }
+  if (__builtin_expect(__any_sync(__activemask(), any_nan), 0)) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      w[i] = static_cast<uint32_t>(to_raw<In>(x[2 * i])) | static_cast<uint32_t>(to_raw<In>(x[2 * i + 1])) << 16;
   }
   return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// The eight values of a 16-byte chunk of In, widened as In::to_float widens them; bf16 by a shift
+// and a mask per pair, where widening each half on its own costs the upper half two instructions.
+template <class In>
+__device__ __forceinline__ void chunk_floats(const uint4 v, float (&f)[8]) {
+  static_assert(sizeof(typename In::Raw) == 2, "a 16-bit dtype");
+  const uint32_t w[4] = {v.x, v.y, v.z, v.w};
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    if constexpr (std::is_same_v<In, Bf16In>) {
+      f[2 * i] = __uint_as_float(w[i] << 16);
+      f[2 * i + 1] = __uint_as_float(w[i] & 0xFFFF0000u);
+    } else {
+      f[2 * i] = In::to_float(static_cast<typename In::Raw>(w[i] & 0xFFFFu));
+      f[2 * i + 1] = In::to_float(static_cast<typename In::Raw>(w[i] >> 16));
+    }
+  }
 }
 
 // kBackward false: a = swiglu(gate, up) [* w], Problem::K = F. true: dh in h's layout, K = 2F.
@@ -171,16 +194,15 @@ struct SwigluInput {
   static __device__ __forceinline__ uint4 forward_pairs(const uint4 la, const uint4 lb, float w,
                                                         const num::SwigluRule rule) {
     const num::SwigluRule r{kClamped, rule.alpha, rule.limit};
-    Raw a[vec], b[vec];
-    float out[vec];
-    memcpy(a, &la, sizeof a);
-    memcpy(b, &lb, sizeof b);
+    float a[vec], b[vec], out[vec];
+    chunk_floats<Base>(la, a);
+    chunk_floats<Base>(lb, b);
 #pragma unroll
     for (int j = 0; j < vec; ++j) {
       const int i = 2 * j % vec;  // interleaved: pair j at a[i], a[i + 1] (b past the first half)
-      const Raw gate = kInterleaved ? (j < vec / 2 ? a[i] : b[i]) : a[j];
-      const Raw up = kInterleaved ? (j < vec / 2 ? a[i + 1] : b[i + 1]) : b[j];
-      out[j] = num::swiglu_any_nan(to_float(gate), to_float(up), kWeighted, w, r);
+      const float gate = kInterleaved ? (j < vec / 2 ? a[i] : b[i]) : a[j];
+      const float up = kInterleaved ? (j < vec / 2 ? a[i + 1] : b[i + 1]) : b[j];
+      out[j] = num::swiglu_any_nan(gate, up, kWeighted, w, r);
     }
     return to_raw_chunk<Base>(out);
   }
@@ -209,13 +231,12 @@ struct SwigluInput {
     float out[vec];
     if constexpr (kWhat == Grads::interleaved) {
       const num::SwigluRule r{kClamped, rule.alpha, rule.limit};
-      Raw a[vec], g[vec];
-      memcpy(a, &la, sizeof a);
-      memcpy(g, &lg, sizeof g);
+      float a[vec], g[vec];  // g: the first vec / 2 values are the pairs' dA
+      chunk_floats<Base>(la, a);
+      chunk_floats<Base>(lg, g);
 #pragma unroll
       for (int j = 0; j < vec / 2; ++j) {
-        const num::SwigluGrad d =
-            num::swiglu_grad_any_nan(to_float(a[2 * j]), to_float(a[2 * j + 1]), to_float(g[j]), kWeighted, w, r);
+        const num::SwigluGrad d = num::swiglu_grad_any_nan(a[2 * j], a[2 * j + 1], g[j], kWeighted, w, r);
         out[2 * j] = d.d_gate;
         out[2 * j + 1] = d.d_up;
       }
@@ -235,13 +256,13 @@ struct SwigluInput {
                                                             const num::SwigluRule rule, float (&d_gate)[vec],
                                                             float (&d_up)[vec]) {
     const num::SwigluRule r{kClamped, rule.alpha, rule.limit};
-    Raw a[vec], b[vec], g[vec];
-    memcpy(a, &la, sizeof a);
-    memcpy(b, &lb, sizeof b);
-    memcpy(g, &lg, sizeof g);
+    float a[vec], b[vec], g[vec];
+    chunk_floats<Base>(la, a);
+    chunk_floats<Base>(lb, b);
+    chunk_floats<Base>(lg, g);
 #pragma unroll
     for (int j = 0; j < vec; ++j) {
-      const num::SwigluGrad d = num::swiglu_grad_any_nan(to_float(a[j]), to_float(b[j]), to_float(g[j]), kWeighted, w, r);
+      const num::SwigluGrad d = num::swiglu_grad_any_nan(a[j], b[j], g[j], kWeighted, w, r);
       d_gate[j] = d.d_gate;
       d_up[j] = d.d_up;
     }
