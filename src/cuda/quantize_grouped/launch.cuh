@@ -79,6 +79,7 @@ Status grouped_facts(const GroupedProblem& p, Facts* f) {
   f->elem_bits = T::elem_bits;
   f->windows_types = kWindowsTypes<T>;
   f->windows_layout = p.col_padded && p.walk.pad_mask >= 31 && p.walk.G <= kWarpWalkGroups && p.tile.K > 0;
+  f->computed = T::Input::computed;
   f->groups = p.walk.G;
   f->rows = p.tile.M;
   f->input_row_tiles = std::max(p.tile.tiles_m, int64_t{1});

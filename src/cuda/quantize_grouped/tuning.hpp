@@ -70,6 +70,7 @@ struct Facts {
   int elem_bits = 8;              // code width: 8 or 4
   bool windows_types = false;     // 16-bit input, 32-element blocks, one-byte codes
   bool windows_layout = false;    // colwise groups padded to whole blocks, few enough for one warp's walk, K > 0
+  bool computed = false;          // the input is computed as it is read (swiglu/source.cuh)
   int64_t groups = 0;             // G
   int64_t rows = 0;               // input rows M
   int64_t input_row_tiles = 1;    // max(ceil(M / 128), 1)
@@ -130,10 +131,16 @@ constexpr Choice choose_strips(const Facts& f) {
   return c;
 }
 
+// Rowwise alone on input row tiles: up to kRowTileRounds rounds, or at any size where the chunk
+// arithmetic of a computed input bounds the kernel and the codes are 8-bit (FP4's group tiles ran
+// faster over SwiGLU at 131072 rows).
+constexpr bool takes_input_row_tiles(const Facts& f) {
+  if (!(f.row && !f.col)) return false;
+  return (f.computed && f.elem_bits == 8) || f.input_row_tiles * f.tiles_k <= kRowTileRounds * f.slots;
+}
+
 constexpr Choice choose_kernel(const Facts& f) {
-  if (f.row && !f.col && f.input_row_tiles * f.tiles_k <= kRowTileRounds * f.slots) {
-    return Choice{Kernel::input_row_tiles};
-  }
+  if (takes_input_row_tiles(f)) return Choice{Kernel::input_row_tiles};
   if (takes_windows(f)) return Choice{f.groups == 1 ? Kernel::one_group_windows : Kernel::windows};
   Choice c = choose_strips(f);
   c.kernel = Kernel::group_tiles;
