@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # Packs a CUDA build's GPU programs for scripts/gpu.sh on another machine (MXQ_GPU_PREBUILT=FILE):
 # the library, the GPU test programs, mxq_bench, the mxq command and the ctest files, stripped, in
-# the build tree's layout, xz-compressed (about 44 MB for sm_90a). A GPU machine lent for minutes then
-# skips the build (215 s on 16 cores of an H200 machine), and the package fits a device call's
-# 64 MiB of carried files. The tests find their data through the ctest files (MXQ_TEST_DATA_DIR),
-# which gpu.sh points at its own source tree.
+# the build tree's layout, xz-compressed (about 58 MB for sm_90a). A GPU machine lent for minutes
+# then skips the build (310-340 s on 16 cores of an H100 or H200 machine), and the package fits a
+# device call's 64 MiB of carried files. The tests find their data through the ctest files
+# (MXQ_TEST_DATA_DIR), which gpu.sh points at its own source tree.
 #   usage: scripts/pack_gpu_build.sh BUILD OUT.tar.xz
 set -euo pipefail
 BUILD=${1:?usage: scripts/pack_gpu_build.sh BUILD OUT.tar.xz}
