@@ -2,9 +2,10 @@
 """Executed instructions per element of one kernel, from ncu's SASS source counters: in total, in
 each called (non-inlined) function and by opcode outside and inside those functions.
 
-usage: python3 scripts/ncu_instructions.py SOURCE.csv[.xz] ELEMENTS [--top N]
-SOURCE.csv: `ncu -i REPORT --page source --csv --print-source sass > SOURCE.csv`, of which the
-first kernel is read (profile with --set full, or at least the SourceCounters section).
+usage: python3 scripts/ncu_instructions.py SOURCE.csv[.xz] ELEMENTS [--top N] [--kernel TEXT]
+SOURCE.csv: `ncu -i REPORT --page source --csv --print-source sass > SOURCE.csv` (profile with
+--set full, or at least the SourceCounters section), of which the first kernel is read, or with
+--kernel the first whose name contains TEXT.
 ELEMENTS: what one element is, counted over the whole grid (e.g. M * F for a SwiGLU forward).
 Counts are per thread (warp instructions * 32 / ELEMENTS); predicated-off instructions count, as
 they take issue slots.
@@ -13,17 +14,23 @@ import collections
 import csv
 import lzma
 import re
+import signal
 import sys
 
 
-def read_instructions(path):
-    """The first kernel's name and its (address, sass text, warp instructions executed) in address
-    order (a report of several kernels lists them one after the other)."""
+def read_instructions(path, pick=""):
+    """The name of the first kernel whose name contains pick, and its (address, sass text, warp
+    instructions executed) in address order (a report of several kernels lists them one after the
+    other)."""
     opener = lzma.open if path.endswith(".xz") else open
     with opener(path, "rt", newline="") as f:
         rows = list(csv.reader(f))
-    kernel = next((r[1] for r in rows if len(r) > 1 and r[0] == "Kernel Name"), "?")
-    header = next(i for i, r in enumerate(rows) if "Address" in r and "Instructions Executed" in r)
+    names = [i for i, r in enumerate(rows) if len(r) > 1 and r[0] == "Kernel Name"]
+    start = next((i for i in names if pick in rows[i][1]), None) if names or pick else 0
+    if start is None:
+        sys.exit(f"ncu_instructions.py: no kernel in {path} has '{pick}' in its name")
+    kernel = rows[start][1] if names else "?"
+    header = next(i for i in range(start, len(rows)) if "Address" in rows[i] and "Instructions Executed" in rows[i])
     cols = rows[header]
     address, source, executed = (cols.index(c) for c in ("Address", "Source", "Instructions Executed"))
     out = []
@@ -62,7 +69,8 @@ def main(argv):
     if len(argv) < 2:
         sys.exit(__doc__)
     top = int(argv[argv.index("--top") + 1]) if "--top" in argv else 15
-    kernel, instructions = read_instructions(argv[0])
+    pick = argv[argv.index("--kernel") + 1] if "--kernel" in argv else ""
+    kernel, instructions = read_instructions(argv[0], pick)
     print(kernel)
     per_element = 32.0 / float(argv[1])
     ranges = callee_ranges(instructions)
@@ -84,4 +92,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    signal.signal(signal.SIGPIPE, signal.SIG_DFL)  # quiet when piped into head
     main(sys.argv[1:])
