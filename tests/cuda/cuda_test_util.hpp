@@ -41,6 +41,16 @@ inline const bool kGroupedColwiseForced = [] {
   return true;
 }();
 
+// MXQ_GROUPED_ROWWISE=tiles (the _group_tiles ctests): grouped rowwise alone on the group tiles
+// wherever the tuning would take tiles of input rows.
+inline const bool kGroupedRowwiseForced = [] {
+  namespace grouped = mxq::cuda::kernels::quantize_grouped;
+  const char* e = std::getenv("MXQ_GROUPED_ROWWISE");
+  if (e == nullptr || std::strcmp(e, "tiles") != 0) return false;
+  grouped::force_rowwise_kernel(grouped::RowwiseKernel::group_tiles);
+  return true;
+}();
+
 // MXQ_TEST_QUICK=1 (compute-sanitizer runs) keeps only small shapes.
 inline bool quick_mode() {
   const char* e = std::getenv("MXQ_TEST_QUICK");

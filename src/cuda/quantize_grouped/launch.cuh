@@ -92,6 +92,7 @@ Status grouped_facts(const GroupedProblem& p, Facts* f) {
   const ColwiseKernel forced = forced_colwise_kernel();
   f->force_windows = forced == ColwiseKernel::windows;
   f->force_tiles = forced == ColwiseKernel::tiles;
+  f->force_row_group_tiles = forced_rowwise_kernel() == RowwiseKernel::group_tiles;
   return {};
 }
 

@@ -63,11 +63,14 @@ Status shape_launch(bool row, bool col, GroupedProblem* p) {
 }
 
 std::atomic<ColwiseKernel> forced_colwise{ColwiseKernel::automatic};
+std::atomic<RowwiseKernel> forced_rowwise{RowwiseKernel::automatic};
 
 }  // namespace
 
 void force_colwise_kernel(ColwiseKernel kernel) { forced_colwise.store(kernel); }
 ColwiseKernel forced_colwise_kernel() { return forced_colwise.load(std::memory_order_relaxed); }
+void force_rowwise_kernel(RowwiseKernel kernel) { forced_rowwise.store(kernel); }
+RowwiseKernel forced_rowwise_kernel() { return forced_rowwise.load(std::memory_order_relaxed); }
 
 Status prepare_grouped(const QuantizeArgs& args, const QuantizeSizes& sizes, GroupedLaunch* l) {
   const Direction d = args.params.direction;

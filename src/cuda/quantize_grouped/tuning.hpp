@@ -83,6 +83,8 @@ struct Facts {
   bool fast_memory = false;
   // Tests and bench only: windows or tiles where the problem can take either.
   bool force_windows = false, force_tiles = false;
+  // Tests only: group tiles for rowwise alone where input row tiles would serve.
+  bool force_row_group_tiles = false;
 };
 
 struct Choice {
@@ -135,7 +137,7 @@ constexpr Choice choose_strips(const Facts& f) {
 // arithmetic of a computed input bounds the kernel and the codes are 8-bit (FP4's group tiles ran
 // faster over SwiGLU at 131072 rows).
 constexpr bool takes_input_row_tiles(const Facts& f) {
-  if (!(f.row && !f.col)) return false;
+  if (!(f.row && !f.col) || f.force_row_group_tiles) return false;
   return (f.computed && f.elem_bits == 8) || f.input_row_tiles * f.tiles_k <= kRowTileRounds * f.slots;
 }
 
