@@ -3,6 +3,7 @@ copy of the same bytes in the same run, and the unfused path (the activation by 
 then mxq.quantize).
 
     python3 bench/python_swiglu.py
+    python3 bench/python_swiglu.py --shapes 16384x1536 --groups 8 --cases "mxfp8 rowwise"
 
 Each case is timed as triton.testing.do_bench times it (L2 flushed between calls, eager, median):
 µs, GB/s of the bytes the op must move (h (and dA) read, the quantized outputs written; the ops
@@ -32,7 +33,12 @@ def main():
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--shapes", default="131072x2048,16384x1536", help="M x F list (h is M x 2F)")
     p.add_argument("--groups", default="8,64")
+    p.add_argument("--cases", default="",
+                   help="comma-separated words: only the cases whose names contain one (default: all)")
     a = p.parse_args()
+
+    def wanted(name):
+        return not a.cases or any(w in name for w in a.cases.split(","))
     print(f"mxq {mxq.version()}, torch {torch.__version__}, {torch.cuda.get_device_name()}")
     print(f"{'case':64s} {'µs':>9s} {'GB/s':>8s} {'of copy':>8s}")
 
@@ -65,15 +71,21 @@ def main():
                       pad_rowwise=128)),
             ]
             for name, kw in cases:
+                unfused = "unfused: torch.compile activation + mxq.quantize"
+                with_unfused = name == "fwd mxfp8 rowwise" and wanted(unfused)
+                if not (wanted(name) or with_unfused):
+                    continue
                 q, _ = mxq.swiglu_quantize(h, **kw)
-                timed(f"{name}, {tag}", lambda: mxq.swiglu_quantize(h, **kw), h.nbytes + nbytes(q))
-                if name == "fwd mxfp8 rowwise":
-                    timed(f"  unfused: torch.compile activation + mxq.quantize, {tag}",
-                          lambda: mxq.quantize(swiglu_torch(h), **kw), h.nbytes + nbytes(q))
+                if wanted(name):
+                    timed(f"{name}, {tag}", lambda: mxq.swiglu_quantize(h, **kw), h.nbytes + nbytes(q))
+                if with_unfused:
+                    timed(f"  {unfused}, {tag}", lambda: mxq.quantize(swiglu_torch(h), **kw),
+                          h.nbytes + nbytes(q))
             kw = dict(format="mxfp8", direction="both", **grouped)
-            q, _, _ = mxq.swiglu_backward_quantize(dA, h, **kw)
-            timed(f"bwd mxfp8 both, {tag}", lambda: mxq.swiglu_backward_quantize(dA, h, **kw),
-                  h.nbytes + dA.nbytes + nbytes(q))
+            if wanted("bwd mxfp8 both"):
+                q, _, _ = mxq.swiglu_backward_quantize(dA, h, **kw)
+                timed(f"bwd mxfp8 both, {tag}", lambda: mxq.swiglu_backward_quantize(dA, h, **kw),
+                      h.nbytes + dA.nbytes + nbytes(q))
         del h, dA
         torch.cuda.empty_cache()
 
