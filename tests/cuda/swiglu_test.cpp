@@ -176,6 +176,28 @@ TEST(SwigluCuda, ForwardAndBackwardMatchTheCpuBackend) {
       }
 }
 
+// The forward with 8-bit rowwise codes and token groups on 16-byte loads (F a multiple of 8, rows
+// of whole 16 bytes), where the grouped rows kernel stages the full tiles' gate and up chunks in
+// shared memory and computes the chunks from them; edge tiles chunk by chunk.
+TEST(SwigluCuda, GroupedRowwiseOnSixteenByteLoadsMatchesTheCpuBackend) {
+  MXQ_FRESH_RNG(rng);
+  const bool quick = quick_mode();
+  const Case cases[] = {
+      {Format::mxfp8, Direction::rowwise, ScaleLayout::blocked, 8, 32, false},
+      {Format::mxfp8, Direction::rowwise, ScaleLayout::blocked, 64, 0, false},
+      {Format::mxfp8_e5m2, Direction::rowwise, ScaleLayout::linear, 5, 128, false},
+  };
+  for (DType t : {DType::bf16, DType::fp16})
+    for (const Case& c : cases)
+      for (SwigluLayout l : {SwigluLayout::concatenated, SwigluLayout::interleaved}) {
+        const int64_t M = rng.uniform(128, quick ? 400 : 1500);
+        const int64_t F = 8 * rng.uniform(16, quick ? 40 : 100);
+        const int64_t stride = rng.uniform(0, 1) ? 2 * F + 8 * rng.uniform(1, 4) : 0;
+        const SwigluVariant v = rng.uniform(0, 1) ? SwigluVariant::clamped : SwigluVariant::silu;
+        check_case(rng, t, c, v, l, rng.uniform(0, 1) == 1, M, F, stride, 0, false);
+      }
+}
+
 // The backward of concatenated h whose halves are whole 128-column tiles, in both directions: one
 // CTA makes the d_gate tile and the d_up tile of the same pairs (full tiles from one computation,
 // the tails of tensors and groups chunk by chunk), with and without token groups, and with pads

@@ -141,6 +141,57 @@ __device__ __forceinline__ void compute_passes(const Problem& p, int64_t m0, int
   }
 }
 
+// Whether the grouped rows kernel stages In's operands (In::stages_operands) rather than its chunks,
+// for codes of elem_bits.
+template <class In>
+constexpr bool stages_operands(int elem_bits) {
+  if constexpr (In::computed) {
+    return In::stages_operands(elem_bits);
+  } else {
+    return false;
+  }
+}
+
+// Where the operands of a staged tile lie: row r's a chunks, then its b chunks (In::Loaded), and
+// the chunk computed from them in place of its a.
+template <class T>
+__device__ __forceinline__ int operand_slot(int row, int operand, int chunk) {
+  return (2 * row + operand) * T::chunks_per_row + chunk;
+}
+
+// A full tile's operands into shared memory (operand_slot) with cp.async, as kCommits groups of
+// consecutive passes; compute_staged_passes makes the chunks once a group has landed.
+template <class T, int kCommits>
+__device__ __forceinline__ void stage_operands(const Problem& p, const TileCoord& c, int chunk, int row0,
+                                               uint4* staged) {
+  using In = typename T::Input;
+  static_assert(T::passes % kCommits == 0, "whole passes per commit group");
+  const typename In::Sources first = In::sources(In::view(p), c.m0 + row0, c.k0 + chunk * T::vec);
+  const int64_t pass_stride = T::rows_per_pass * p.row_stride;
+#pragma unroll
+  for (int i = 0; i < T::passes; ++i) {
+    const int row = row0 + i * T::rows_per_pass;
+    cp_async_16(&staged[operand_slot<T>(row, 0, chunk)], first.a + i * pass_stride);
+    cp_async_16(&staged[operand_slot<T>(row, 1, chunk)], first.b + i * pass_stride);
+    if ((i + 1) % (T::passes / kCommits) == 0) cp_async_commit();
+  }
+}
+
+// The chunks of passes [first, first + count) from their staged operands, in place.
+template <class T>
+__device__ __forceinline__ void compute_staged_passes(const Problem& p, const TileCoord& c, int chunk, int row0,
+                                                      int first, int count, uint4* staged) {
+  using In = typename T::Input;
+  const typename In::View v = In::view(p);
+  const int64_t k = c.k0 + chunk * T::vec;
+#pragma unroll
+  for (int i = first; i < first + count; ++i) {
+    const int row = row0 + i * T::rows_per_pass;
+    const typename In::Loaded l{staged[operand_slot<T>(row, 0, chunk)], staged[operand_slot<T>(row, 1, chunk)], {}};
+    staged[operand_slot<T>(row, 0, chunk)] = In::compute(v, c.m0 + row, k, l);
+  }
+}
+
 // A paired input's tile c (columns k0 < K / 2) and its partner `up` (columns k0 + K / 2) into
 // shared memory, both from one computation of each chunk's pairs where the tile is full (edge
 // tiles compute each chunk on its own). The caller synchronises the CTA before reading them.

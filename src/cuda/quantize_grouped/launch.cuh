@@ -23,7 +23,7 @@ Status launch_rows(GroupedProblem p, cudaStream_t stream) {
   p.order = quantize::TileOrder(static_cast<uint32_t>(input_row_tiles), static_cast<uint32_t>(p.tiles_k),
                                 static_cast<uint32_t>(p.tiles_k));
   auto kernel = grouped_rows_kernel<In, Fmt, kRule>;
-  const size_t smem = static_cast<size_t>(quantize::TileTraits<In, Fmt>::staged_tile_bytes);
+  const size_t smem = rows_dynamic_smem<In, Fmt>();
   const Status st = quantize::allow_dynamic_smem(kernel, smem);
   if (!st.ok()) return st;
   kernel<<<static_cast<unsigned>(input_row_tiles * p.tiles_k), quantize::kThreads, smem, stream>>>(p);

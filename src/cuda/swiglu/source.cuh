@@ -98,6 +98,10 @@ struct SwigluInput {
   static constexpr int vec = 16 / static_cast<int>(sizeof(Raw));
   static constexpr int loads_in_flight = kLoadsInFlight;  // tuning.hpp
   static constexpr int ctas_per_sm(bool col) { return col ? kCtasPerSmColwise : kCtasPerSmRowwise; }  // tuning.hpp
+  // Whether the grouped rows kernel stages the forward's operands rather than the computed chunks
+  // for codes of elem_bits (tuning.hpp).
+  static constexpr bool stages_operands(int elem_bits) { return !kBackward && rows_stage_operands(elem_bits); }
+  static constexpr int staged_rows_ctas_per_sm = kCtasPerSmStagedRows;
 
   // What the functions below read, from the tile kernel's Problem (by value: the edge tiles' call
   // to a function that is not inlined takes it in registers, not a copy of the whole Problem).
@@ -127,24 +131,37 @@ struct SwigluInput {
   }
   static __device__ __forceinline__ uint4 ldg16(const Raw* x) { return __ldg(reinterpret_cast<const uint4*>(x)); }
 
-  static __device__ __forceinline__ Loaded load(const View& p, int64_t m, int64_t k) {
-    const quantize::SwigluSource& s = p.s;
+  // Forward: where a chunk's a and b (as Loaded) start in h's row m.
+  struct Sources {
+    const Raw *a, *b;
+  };
+  static __device__ __forceinline__ Sources sources(const View& p, int64_t m, int64_t k) {
+    static_assert(!kBackward, "the forward's operands");
     const Raw* h = h_row(p, m);
+    return p.s.interleaved ? Sources{h + 2 * k, h + 2 * k + vec} : Sources{h + k, h + p.s.F + k};
+  }
+
+  static __device__ __forceinline__ Loaded load(const View& p, int64_t m, int64_t k) {
     Loaded l;
     if constexpr (!kBackward) {
-      l.a = ldg16(s.interleaved ? h + 2 * k : h + k);
-      l.b = ldg16(s.interleaved ? h + 2 * k + vec : h + s.F + k);
+      const Sources src = sources(p, m, k);
+      l.a = ldg16(src.a);
+      l.b = ldg16(src.b);
       l.g = make_uint4(0, 0, 0, 0);
-    } else if (s.interleaved) {
-      l.a = ldg16(h + k);
-      l.b = make_uint4(0, 0, 0, 0);
-      const uint2 g = __ldg(reinterpret_cast<const uint2*>(grad_row(p, m) + k / 2));
-      l.g = make_uint4(g.x, g.y, 0, 0);
     } else {
-      const int64_t f = k < s.F ? k : k - s.F;
-      l.a = ldg16(h + f);
-      l.b = ldg16(h + s.F + f);
-      l.g = ldg16(grad_row(p, m) + f);
+      const quantize::SwigluSource& s = p.s;
+      const Raw* h = h_row(p, m);
+      if (s.interleaved) {
+        l.a = ldg16(h + k);
+        l.b = make_uint4(0, 0, 0, 0);
+        const uint2 g = __ldg(reinterpret_cast<const uint2*>(grad_row(p, m) + k / 2));
+        l.g = make_uint4(g.x, g.y, 0, 0);
+      } else {
+        const int64_t f = k < s.F ? k : k - s.F;
+        l.a = ldg16(h + f);
+        l.b = ldg16(h + s.F + f);
+        l.g = ldg16(grad_row(p, m) + f);
+      }
     }
     return l;
   }
