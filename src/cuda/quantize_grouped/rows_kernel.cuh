@@ -6,11 +6,11 @@
 // of passes that quantize_rows handles together; a thread reads only the chunks it copied, so each
 // group of passes starts once its own copies have landed, without a barrier (rather than one wait
 // for the whole tile); a SwiGLU forward with 8-bit codes stages its operands and computes each
-// group of passes from them as they land (ComputeOnLanding). Each tile row's output row and scale
-// row come from its group. A 512-byte scale tile may hold rows of two CTAs, so scales go out as one
-// 4-byte word per row and 4 scale columns. The CTA holding a group's last row writes the group's
-// zero rows in its columns (data padding rows, unused rows of its scale matrix), and every CTA
-// zeroes a share of the bytes past the last group.
+// group of passes from them as they land. Each tile row's output row and scale row come from its
+// group. A 512-byte scale tile may hold rows of two CTAs, so scales go out as one 4-byte word per
+// row and 4 scale columns. The CTA holding a group's last row writes the group's zero rows in its
+// columns (data padding rows, unused rows of its scale matrix), and every CTA zeroes a share of the
+// bytes past the last group.
 #pragma once
 #include <cstdint>
 
@@ -121,23 +121,6 @@ __device__ void zero_group_tails(const GroupedProblem& gp, const quantize::TileC
   }
 }
 
-// A forward SwiGLU input's chunks for the rowwise passes (quantize::stages_operands): each pass
-// group is computed in place from its operands once this thread's copies of them have landed; an
-// edge tile's chunks were all computed while staging (raw false).
-template <class T>
-struct ComputeOnLanding {
-  const quantize::Problem& p;
-  const quantize::TileCoord& c;
-  int chunk, row0;
-  uint4* staged;
-  bool raw;
-  __device__ void operator()(int g) const {
-    if (!raw) return;
-    quantize::cp_async_wait_pending(quantize::kRowPassGroups<T> - 1 - g);
-    quantize::compute_staged_passes<T>(p, c, chunk, row0, g * T::lanes_per_block, T::lanes_per_block, staged);
-  }
-};
-
 // The rows kernel's launch bounds: a staged forward input states its own CTAs per SM.
 template <class In, class Fmt>
 constexpr int rows_ctas_per_sm() {
@@ -220,6 +203,10 @@ __global__ void __launch_bounds__(kThreads, (rows_ctas_per_sm<In, Fmt>()))
     // wait for them.
     ends = load_warp_ends(gp.walk);
   }
+  // Where tile row r's chunk lies: in place of its first operand where the operands are staged.
+  const auto slot = [&](int r) {
+    return kStagesOperands ? quantize::operand_slot<T>(r, 0, chunk) : r * T::chunks_per_row + chunk;
+  };
   [[maybe_unused]] const bool raw = kStagesOperands && quantize::in_full(c) && p.vec_in;
   if constexpr (kStagesOperands) {
     if (raw) {
@@ -228,8 +215,7 @@ __global__ void __launch_bounds__(kThreads, (rows_ctas_per_sm<In, Fmt>()))
 #pragma unroll 1
       for (int i = 0; i < T::passes; ++i) {
         const int row = row0 + i * T::rows_per_pass;
-        staged_tile[quantize::operand_slot<T>(row, 0, chunk)] =
-            quantize::load_chunk_guarded<T>(p, c, nullptr, row, c.k0 + chunk * T::vec);
+        staged_tile[slot(row)] = quantize::load_chunk_guarded<T>(p, c, nullptr, row, c.k0 + chunk * T::vec);
       }
     }
   } else {
@@ -259,18 +245,18 @@ __global__ void __launch_bounds__(kThreads, (rows_ctas_per_sm<In, Fmt>()))
   out.row0 = row0;
   out.vec = c.k_full && p.vec_row_out;
   out.bytes = quantize::row_chunk_bytes<T>(p, c, chunk);
-  const auto scaler = quantize::batch_scaler<Fmt, kRule>(p, 0);
-  if constexpr (kStagesOperands) {
-    const auto chunk_at = [&](int i) {
-      return staged_tile[quantize::operand_slot<T>(row0 + i * T::rows_per_pass, 0, chunk)];
-    };
-    quantize::quantize_rows<In, Fmt>(p, c, scaler, chunk_at, row0, chunk, out, scales.row,
-                                     ComputeOnLanding<T>{p, c, chunk, row0, staged_tile, raw});
-  } else {
-    const auto chunk_at = [&](int i) { return staged_tile[(row0 + i * T::rows_per_pass) * T::chunks_per_row + chunk]; };
-    quantize::quantize_rows<In, Fmt>(p, c, scaler, chunk_at, row0, chunk, out, scales.row,
-                                     quantize::WaitForPassGroup<T>{});
-  }
+  const auto chunk_at = [&](int i) { return staged_tile[slot(row0 + i * T::rows_per_pass)]; };
+  // Each group of passes starts once this thread's copies of it have landed; staged operands are
+  // then computed into its chunks in place (an edge tile's were computed while staging).
+  const auto before_group = [&](int g) {
+    quantize::WaitForPassGroup<T>{}(g);
+    if constexpr (kStagesOperands) {
+      if (raw) quantize::compute_staged_passes<T>(p, c, chunk, row0, g * T::lanes_per_block, T::lanes_per_block,
+                                                  staged_tile);
+    }
+  };
+  quantize::quantize_rows<In, Fmt>(p, c, quantize::batch_scaler<Fmt, kRule>(p, 0), chunk_at, row0, chunk, out,
+                                   scales.row, before_group);
   __syncthreads();
   store_row_scales<T>(p, c, s.scale_row, scales.row, tid);
 }
