@@ -176,9 +176,9 @@ TEST(SwigluCuda, ForwardAndBackwardMatchTheCpuBackend) {
       }
 }
 
-// The forward with 8-bit rowwise codes and token groups on 16-byte loads (F a multiple of 8, rows
-// of whole 16 bytes), where the grouped rows kernel stages the full tiles' gate and up chunks in
-// shared memory and computes the chunks from them; edge tiles chunk by chunk.
+// The forward with rowwise codes and token groups on 16-byte loads (F a multiple of 8, rows of
+// whole 16 bytes), where the grouped rows kernel computes full tiles from whole-tile operands
+// (8-bit codes: staged in shared memory) and edge tiles chunk by chunk.
 TEST(SwigluCuda, GroupedRowwiseOnSixteenByteLoadsMatchesTheCpuBackend) {
   MXQ_FRESH_RNG(rng);
   const bool quick = quick_mode();
@@ -186,6 +186,8 @@ TEST(SwigluCuda, GroupedRowwiseOnSixteenByteLoadsMatchesTheCpuBackend) {
       {Format::mxfp8, Direction::rowwise, ScaleLayout::blocked, 8, 32, false},
       {Format::mxfp8, Direction::rowwise, ScaleLayout::blocked, 64, 0, false},
       {Format::mxfp8_e5m2, Direction::rowwise, ScaleLayout::linear, 5, 128, false},
+      {Format::nvfp4, Direction::rowwise, ScaleLayout::blocked, 8, 128, true},
+      {Format::mxfp4, Direction::rowwise, ScaleLayout::blocked, 64, 32, false},
   };
   for (DType t : {DType::bf16, DType::fp16})
     for (const Case& c : cases)
