@@ -109,6 +109,9 @@ constexpr bool takes_windows(const Facts& f) {
          ((one_group || !f.fast_memory) && windows * f.tiles_k <= kWindowsSlowMemoryRounds * f.sms * kWindowCtasPerSm);
 }
 
+// The groups' partial tiles add under a quarter to one group's row tiles.
+constexpr bool groups_add_few_tiles(const Facts& f) { return 4 * f.tile_rows < 5 * f.typical_rows; }
+
 // Strips of the group-local tiles: one tile per CTA where the groups add little to one group's
 // tiles (few groups) or, for both directions, while the grid is small; else strips of up to
 // kMaxStrip tiles, strided over the typical tiles where many groups inflate the bound.
@@ -116,7 +119,7 @@ constexpr Choice choose_strips(const Facts& f) {
   const bool both = f.row && f.col;
   const bool fp4_colwise = f.col && !f.row && f.elem_bits == 4;
   const int64_t tiles = f.tile_rows * f.tiles_k;
-  const bool few_groups = 4 * f.tile_rows < 5 * f.typical_rows;
+  const bool few_groups = groups_add_few_tiles(f);
   const bool one_tile = (few_groups && !(fp4_colwise && tiles > kFp4ColwiseOneTileRounds * f.slots)) ||
                         (both && tiles <= (f.fast_memory ? kFastBothOneTileRounds : kOneTileRounds) * f.slots);
   Choice c;
@@ -134,11 +137,17 @@ constexpr Choice choose_strips(const Facts& f) {
 }
 
 // Rowwise alone on input row tiles: up to kRowTileRounds rounds, or at any size where the chunk
-// arithmetic of a computed input bounds the kernel and the codes are 8-bit (FP4's group tiles ran
-// faster over SwiGLU at 131072 rows).
+// arithmetic of a computed input bounds the kernel and the codes are 8-bit. FP4 codes of a computed
+// input take the group tiles where the groups add few tiles: over SwiGLU (H100, same run) these ran
+// 1-8 % faster than the row tiles with 8 groups at 16384 and 131072 rows and 64 at 131072, and 7 %
+// slower with 64 groups at 16384 rows, where the groups add half the tiles.
 constexpr bool takes_input_row_tiles(const Facts& f) {
   if (!(f.row && !f.col) || f.force_row_group_tiles) return false;
-  return (f.computed && f.elem_bits == 8) || f.input_row_tiles * f.tiles_k <= kRowTileRounds * f.slots;
+  if (f.computed) {
+    if (f.elem_bits == 8) return true;
+    if (groups_add_few_tiles(f)) return false;
+  }
+  return f.input_row_tiles * f.tiles_k <= kRowTileRounds * f.slots;
 }
 
 constexpr Choice choose_kernel(const Facts& f) {

@@ -41,7 +41,8 @@ constexpr int kCtasPerSmColwise = 3;
 // lands: the whole tile's loads are in flight at once and hold no registers, where the chunks
 // computed from loads into registers keep kLoadsInFlight per thread in flight. Its 64 KB of
 // operands leave room for three CTAs per SM. On an H100, same run: mxfp8 0.98-0.99 against
-// 0.93 at 131072 rows, 0.85-0.88 against 0.81-0.83 at 16384 rows; nvfp4 (16384 rows) lost 1-2 %.
+// 0.93 at 131072 rows, 0.85-0.88 against 0.81-0.83 at 16384 rows; nvfp4 lost 1-2 % at 16384 rows
+// and gained under 1 % at 131072 rows, where the group tiles stay faster.
 constexpr bool rows_stage_operands(int elem_bits) { return elem_bits == 8; }
 constexpr int kCtasPerSmStagedRows = 3;
 
