@@ -4,7 +4,7 @@
 # GPU tests (MXQ_TEST_QUICK=1: small shapes), and print a summary table last.
 #   usage: scripts/gpu.sh LOG_DIR
 #   env:   MXQ_GPU_BUILD_DIR (default build), MXQ_CUDA_ARCHS (default 90a),
-#          MXQ_GPU_STEPS (default "build test python bench sanitize"), MXQ_BENCH_ARGS (extra bench args),
+#          MXQ_GPU_STEPS (unset: "build test python bench sanitize"; empty: none), MXQ_BENCH_ARGS (extra bench args),
 #          MXQ_SANITIZERS (default "memcheck racecheck initcheck"),
 #          MXQ_CTEST_JOBS (default 1: ctest -j),
 #          MXQ_SANITIZE_JOBS (default 1: one sanitizer run at a time; N: N (tool, program) runs at once),
@@ -19,7 +19,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
 export PATH="/usr/local/cuda/bin:${PATH}"
 BUILD=${MXQ_GPU_BUILD_DIR:-build}
 ARCHS=${MXQ_CUDA_ARCHS:-90a}
-STEPS=${MXQ_GPU_STEPS:-build test python bench sanitize}
+STEPS=${MXQ_GPU_STEPS-build test python bench sanitize}  # set but empty: no step (with MXQ_GPU_PREBUILT, the unpack alone)
 SUMMARY=()
 
 # step NAME COMMAND...: runs COMMAND with its output in LOG_DIR/NAME.log; records status and time.
