@@ -109,7 +109,8 @@ __device__ __forceinline__ void col_block_codes(Row&& row, const float (&mult)[2
 // Colwise codes of the staged tile into the staged output tile. Thread tid owns column pair
 // tid % 64 (columns 2p, 2p + 1) of T::col_blocks / 4 consecutive blocks along M; lanes of a warp
 // read consecutive pairs of one row. Returns the largest amax bits of its blocks.
-template <class In, class Fmt>
+// kSkipPastRows: blocks wholly past c.col_rows only write their zero scales (TileOptions::skip_past_rows).
+template <class In, class Fmt, bool kSkipPastRows = false>
 __device__ __forceinline__ uint32_t quantize_col_pairs(const Problem& p, const TileCoord& c,
                                                        const BlockScaler<Fmt>& scaler, const uint4* staged_tile,
                                                        int tid, uint8_t* out_tile, uint8_t* col_scale_tile) {
@@ -125,11 +126,9 @@ __device__ __forceinline__ uint32_t quantize_col_pairs(const Problem& p, const T
 #pragma unroll
   for (int jb = 0; jb < kBlocksPerThread; ++jb) {
     const int mb_local = (tid / kPairs) * kBlocksPerThread + jb;
-    if (mb_local * T::block >= c.col_rows) {
+    if (kSkipPastRows && mb_local * T::block >= c.col_rows) {
       // A block past the tile's rows: no codes go out (store_col_tile stops at col_rows), its
-      // scales are the blocked padding. Every token group ends in such a partial tile of the
-      // grouped kernel, so skipping their empty blocks (and rowwise passes: quantize_rows'
-      // kSkipPastRows) saves work that grows with the groups.
+      // scales are the blocked padding.
       col_scale_tile[staged_scale_offset(2 * pair, mb_local)] = 0;
       col_scale_tile[staged_scale_offset(2 * pair + 1, mb_local)] = 0;
       continue;

@@ -149,6 +149,11 @@ struct TileOptions {
   static constexpr unsigned derive_tensor_scales = 1u << 1;  // nvfp4: derive_tensor_scales in the tile
   static constexpr unsigned amax_out = 1u << 2;              // the tile's amax into p.amax_out
   static constexpr unsigned rows_as_they_land = 1u << 3;     // both, 8-bit codes: rowwise passes as copies land
+  // Staged tiles: skip the blocks and rowwise pass groups past a partial tile's rows, writing only
+  // their zero scales. For the grouped kernels, where every token group ends in a partial tile;
+  // in the plain kernel, which has at most one partial tile row, the branch made bf16 -> mxfp4
+  // both directions spill.
+  static constexpr unsigned skip_past_rows = 1u << 4;
 };
 
 // One tile: every thread of the CTA calls it. The caller synchronises the CTA before reusing the
@@ -161,6 +166,7 @@ __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord&
   constexpr bool kDerive = (kOptions & TileOptions::derive_tensor_scales) != 0;
   constexpr bool kAmaxOut = (kOptions & TileOptions::amax_out) != 0;
   constexpr bool kRowsLand = (kOptions & TileOptions::rows_as_they_land) != 0;
+  constexpr bool kSkipPast = (kOptions & TileOptions::skip_past_rows) != 0;
   uint8_t* row_scale_tile = scales.row;
   uint8_t* col_scale_tile = scales.col;
   __shared__ float derived[kDerive ? 2 : 1];  // s_enc, s_dec
@@ -195,12 +201,14 @@ __device__ __forceinline__ void quantize_tile(const Problem& p, const TileCoord&
           return tile[(row0 + i * T::rows_per_pass) * T::chunks_per_row + chunk];
         };
         using BeforeGroup = std::conditional_t<kRowsAsTheyLand, WaitForPassGroup<T>, NoGroupWait>;
-        block_amax = quantize_rows<In, Fmt, true>(p, tc, scaler, staged_chunk, row0, chunk,
-                                                  tile_row_out<T>(p, tc, row0, chunk), row_scale_tile, BeforeGroup{});
+        block_amax =
+            quantize_rows<In, Fmt, kSkipPast>(p, tc, scaler, staged_chunk, row0, chunk,
+                                              tile_row_out<T>(p, tc, row0, chunk), row_scale_tile, BeforeGroup{});
         if constexpr (kRowsAsTheyLand) __syncthreads();  // every thread's copies have landed
       }
       uint8_t* out_tile = reinterpret_cast<uint8_t*>(staged_tile) + T::staged_tile_bytes;
-      block_amax = max(block_amax, quantize_col_pairs<In, Fmt>(p, tc, scaler, tile, tid, out_tile, col_scale_tile));
+      block_amax =
+          max(block_amax, quantize_col_pairs<In, Fmt, kSkipPast>(p, tc, scaler, tile, tid, out_tile, col_scale_tile));
       share_amax();
       __syncthreads();  // the staged output and both scale tiles are complete
       store_col_tile<T>(p, tc, out_tile, tid);

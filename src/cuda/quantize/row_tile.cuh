@@ -185,9 +185,9 @@ struct WaitForPassGroup {
 // All rowwise passes of this thread's chunk, L at a time; before_group(g) runs before group g.
 // Returns the largest amax bits of the blocks whose scales this thread computed: over the warp,
 // every block of its rows once (the tile amax, without another look at the elements).
-// kSkipPastRows: groups of passes wholly past c.row_rows only write their zero scales (the staged
-// tiles of colwise and both, whose partial tiles end token groups; see quantize_col_pairs). Not
-// for the register path: there the branch made the plain fp16 -> mxfp8 rowwise kernel spill.
+// kSkipPastRows: groups of passes wholly past c.row_rows only write their zero scales
+// (TileOptions::skip_past_rows). Not for the register path: there the branch made the plain
+// fp16 -> mxfp8 rowwise kernel spill.
 template <class In, class Fmt, bool kSkipPastRows = false, class ChunkAt, class Out, class BeforeGroup = NoGroupWait>
 __device__ __forceinline__ uint32_t quantize_rows(const Problem& p, const TileCoord& c, const BlockScaler<Fmt>& scaler,
                                                   ChunkAt chunk_at, int row0, int chunk, const Out& out,

@@ -136,8 +136,8 @@ __device__ __forceinline__ void quantize_one_tile(const GroupedProblem& gp, cons
     // K = 0: no columns to read and no colwise scale tile to write (see the strips kernel). No
     // L2 prefetch hint here: measured without it (the strips' colwise gain from it is 0.5-1.5 %).
     if (p.K > 0) {
-      quantize::quantize_tile<In, Fmt, ROW, COL, kRule, kOptions>(p, group_tile_coord<T>(gp, group, tk), staged,
-                                                                  scales);
+      quantize::quantize_tile<In, Fmt, ROW, COL, kRule, kOptions | quantize::TileOptions::skip_past_rows>(
+          p, group_tile_coord<T>(gp, group, tk), staged, scales);
     }
   } else {
     const GroupTotals& totals = walk.totals;
@@ -170,7 +170,8 @@ __device__ __forceinline__ void quantize_strip(const GroupedProblem& gp, const q
   __syncthreads();
   // Colwise alone stages its tiles with the L2 prefetch hint of 256 bytes (a row segment of a
   // 16-bit tile): tuning.hpp's strips_fetch256.
-  constexpr unsigned kOptions = strips_fetch256(ROW, COL) ? quantize::TileOptions::fetch256 : 0u;
+  constexpr unsigned kOptions =
+      (strips_fetch256(ROW, COL) ? quantize::TileOptions::fetch256 : 0u) | quantize::TileOptions::skip_past_rows;
   // K = 0 still takes one column tile (the padded offsets, the zero bytes), but its tiles have no
   // columns to read and, with no k rows, no colwise scale tile to write.
   for (int i = 0; i < grouped && p.K > 0; ++i) {
