@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Markdown tables for docs/performance.md from an `mxq_bench --json` file: MXFP8 quantize, token
-groups, FP4 quantize, nvfp4 with the amax from pad / unpad, dequantize (one table per GPU).
+groups, FP4 quantize, nvfp4 with the amax output and with the amax from pad / unpad, dequantize
+(one table per GPU).
 
 usage: python3 scripts/perf_tables.py bench.json
 Ratios are op GB/s over the same-run copy GB/s; "met" compares them with the targets listed in
@@ -32,7 +33,7 @@ def mxfp8_quantize(rows):
     by = defaultdict(dict)
     for r in rows:
         if (r["op"] == "quantize" and r["format"] == "mxfp8" and r["groups"] == 0 and r["layout"] == "blocked"
-                and not r["graph"] and r["status"] == "ok"):
+                and not r["graph"] and r["status"] == "ok" and not r.get("amax_out")):
             by[(tuple(r["shape"]), r["direction"])][r["rule"]] = r
     for (shape, d), rules in by.items():
         rc, fl = rules.get("rceil"), rules.get("floor")
@@ -87,13 +88,30 @@ def fp4_quantize(rows):
     for r in rows:
         if r["op"] != "quantize" or r["format"] not in ("mxfp4", "nvfp4") or r["graph"] or r["status"] != "ok":
             continue
-        if r["format"] == "mxfp4" and r["rule"] != "rceil":
-            continue
+        if (r["format"] == "mxfp4" and r["rule"] != "rceil") or r.get("amax_out"):
+            continue  # the amax output's rows (delayed scaling) are delayed_amax's
         amax = r["detail"].split("amax=")[1].split()[0] if "amax=" in r["detail"] else "—"
         cells[(tuple(r["shape"]), r["format"], amax, r["groups"])][r["direction"]] = r["ratio"]
     for (shape, f, amax, g), c in cells.items():
         vals = [f"{c[d]:.3f}" if d in c else "—" for d in ("rowwise", "colwise", "both")]
         print(f"| {shape_name(shape)} | {f} | {amax} | {g} | " + " | ".join(vals) + " |")
+
+
+def delayed_amax(rows):
+    """nvfp4 with the amax given and the input's amax reported (QuantizeOutputs::amax) against the
+    amax given alone: the ratio of each and the time the output adds."""
+    print("| shape | dir | given | given + amax out | extra time |")
+    print("|---|---|---|---|---|")
+    cells = defaultdict(dict)
+    for r in rows:
+        if (r["op"] == "quantize" and r["format"] == "nvfp4" and r.get("amax_given") and r["groups"] == 0
+                and not r["graph"] and r["status"] == "ok"):
+            cells[(tuple(r["shape"]), r["direction"])][bool(r.get("amax_out"))] = r
+    for (shape, d), c in cells.items():
+        if False not in c or True not in c:
+            continue
+        extra = c[True]["median_us"] / c[False]["median_us"] - 1
+        print(f"| {shape_name(shape)} | {d} | {c[False]['ratio']:.3f} | {c[True]['ratio']:.3f} | {extra:+.1%} |")
 
 
 def amax_from_pad(rows):
@@ -108,7 +126,7 @@ def amax_from_pad(rows):
         shape = tuple(r["shape"])
         if r["op"] in ("pad", "unpad") and "amax_out" in r and r["groups"] == 8:
             copies[(shape, r["op"])][r["amax_out"]] = r
-        elif r["op"] == "quantize" and r["format"] == "nvfp4" and r["groups"] == 0:
+        elif r["op"] == "quantize" and r["format"] == "nvfp4" and r["groups"] == 0 and not r.get("amax_out"):
             nv[shape][(r["direction"], r["amax_given"])] = r
     for (shape, op), c in sorted(copies.items()):
         if False not in c or True not in c:
@@ -142,6 +160,7 @@ def main():
     rows = data["results"]
     print(f"Device: {data['device']}; runs {data['runs']}; mxq {data['mxq_version']}\n")
     for title, fn in (("MXFP8 quantize", mxfp8_quantize), ("Token groups", token_groups), ("FP4 quantize", fp4_quantize),
+                      ("nvfp4 with the amax output", delayed_amax),
                       ("nvfp4 with the amax from pad / unpad", amax_from_pad), ("Dequantize", dequant)):
         print(f"#### {title}\n")
         fn(rows)
