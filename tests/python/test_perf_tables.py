@@ -3,7 +3,7 @@
 import importlib.util
 import os
 
-from conftest import REPO
+from mxq_testing import REPO
 
 
 def load_perf_tables():
