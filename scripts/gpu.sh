@@ -74,7 +74,7 @@ fi
 # torch operators built against this machine's torch), then every Python test against that install
 # (byte equality with the CPU backend, opcheck, torch.compile, CUDA graphs, transformers loading
 # what the mxq command wrote), the MoE layer example
-# (exit 77: an op it needs is unsupported) and the host-cost benchmark.
+# (exit 77: an op it needs is unsupported), the host-cost benchmark and the SwiGLU benchmark.
 PY_SITE="$(cd "$BUILD" && pwd)/python-site"
 install_python() {
   rm -rf "$PY_SITE" && MXQ_LIBMXQ="$(cd "$BUILD" && pwd)/src/libmxq.so" python3 -m pip install \
@@ -92,6 +92,7 @@ if wants python && step python_install install_python; then
   step python_tests "${py_env[@]}" python3 -m pytest tests/python -q -rs -p no:cacheprovider
   step python_moe_example moe_example
   step python_host_cost "${py_env[@]}" python3 bench/python_host_cost.py
+  step python_swiglu "${py_env[@]}" python3 bench/python_swiglu.py
 fi
 
 if wants bench; then
