@@ -33,7 +33,7 @@ def mxfp8_quantize(rows):
     by = defaultdict(dict)
     for r in rows:
         if (r["op"] == "quantize" and r["format"] == "mxfp8" and r["groups"] == 0 and r["layout"] == "blocked"
-                and not r["graph"] and r["status"] == "ok" and not r.get("amax_out")):
+                and not r["graph"] and r["status"] == "ok"):
             by[(tuple(r["shape"]), r["direction"])][r["rule"]] = r
     for (shape, d), rules in by.items():
         rc, fl = rules.get("rceil"), rules.get("floor")
@@ -90,7 +90,7 @@ def fp4_quantize(rows):
             continue
         if (r["format"] == "mxfp4" and r["rule"] != "rceil") or r.get("amax_out"):
             continue  # the amax output's rows (delayed scaling) are delayed_amax's
-        amax = r["detail"].split("amax=")[1].split()[0] if "amax=" in r["detail"] else "—"
+        amax = "—" if r["format"] == "mxfp4" else "given" if r["amax_given"] else "computed"
         cells[(tuple(r["shape"]), r["format"], amax, r["groups"])][r["direction"]] = r["ratio"]
     for (shape, f, amax, g), c in cells.items():
         vals = [f"{c[d]:.3f}" if d in c else "—" for d in ("rowwise", "colwise", "both")]
