@@ -5,9 +5,10 @@
 
 torch: microseconds of host time per call, back-to-back calls on a (256, 2048) bf16 CUDA tensor,
 through mxq.quantize & co. and through torch.ops.mxq.* directly, eager and inside a torch.compile
-graph without CUDA graphs, next to torch.empty_like and torch.abs in the same run. Then the eager mxfp8 rowwise
-quantize of an 8192 x 2048 tensor timed as triton.testing.do_bench times it (L2 flushed between
-calls, no CUDA graph): µs, GB/s and the ratio to a device copy of the same bytes in the same run.
+graph without CUDA graphs (per call of a graph of 8, and each call added to it), next to
+torch.empty_like and torch.abs in the same run. Then the eager mxfp8 rowwise quantize of an
+8192 x 2048 tensor timed as triton.testing.do_bench times it (L2 flushed between calls, no CUDA
+graph): µs, GB/s and the ratio to a device copy of the same bytes in the same run.
 """
 import argparse
 import time
@@ -59,15 +60,21 @@ def torch_rows(M=256, K=2048, groups=8):
     }
     rows = [(name, host_us(fn, sync=torch.cuda.synchronize)) for name, fn in eager.items()]
 
-    # Inside a compiled graph (inductor, no CUDA graphs): 8 calls of the op per graph, so that the
-    # graph's own entry cost is shared; the same graph of empty_like is the reference.
-    n = 8
-
-    def graph(op):
+    # Inside a compiled graph (inductor, no CUDA graphs): graphs of n calls of the op, so that the
+    # graph's own entry cost (guards, wrappers) is shared; the same graphs of empty_like are the
+    # reference. Per call: a graph of 8 / 8. Each added call: (graph of 16 - graph of 8) / 8, the
+    # op's own cost in a graph, without the entry cost.
+    def graph(op, n):
         def fn(x, ends):
             return [op(x, ends) for _ in range(n)]
+        # Every graph shares fn's code: without a reset, dynamo's recompile limit would run the
+        # later ones eagerly.
+        torch._dynamo.reset()
         compiled = torch.compile(fn, fullgraph=True)
         return lambda: compiled(x, ends)
+
+    def graph_us(op, n):
+        return host_us(graph(op, n), calls=50, sync=torch.cuda.synchronize)
 
     in_graph = {
         "torch.empty_like (reference)": lambda x, e: torch.empty_like(x),
@@ -79,16 +86,17 @@ def torch_rows(M=256, K=2048, groups=8):
                                                       out_dtype=torch.bfloat16),
     }
     for name, op in in_graph.items():
-        rows.append((f"compiled graph, per call: {name}",
-                     host_us(graph(op), calls=50, sync=torch.cuda.synchronize) / n))
+        t8, t16 = graph_us(op, 8), graph_us(op, 16)
+        rows.append((f"compiled graph of 8, per call: {name}", t8 / 8))
+        rows.append((f"compiled graph, each added call: {name}", (t16 - t8) / 8))
     # The same graphs compiled without inductor's checks of each op output's sizes, strides and
     # alignment (what a deployment may turn off): the part of the compiled cost that is inductor's.
     from torch._inductor import config as inductor_config
     no_asserts = {k: False for k in ("size_asserts", "alignment_asserts") if hasattr(inductor_config, k)}
     with inductor_config.patch(**no_asserts):
         for name, op in in_graph.items():
-            rows.append((f"compiled graph, no output asserts, per call: {name}",
-                         host_us(graph(op), calls=50, sync=torch.cuda.synchronize) / n))
+            rows.append((f"compiled graph of 8, no output asserts, per call: {name}",
+                         graph_us(op, 8) / 8))
     return rows
 
 
