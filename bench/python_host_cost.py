@@ -32,6 +32,7 @@ def host_us(fn, calls=200, reps=7, sync=None):
 
 def torch_rows(M=256, K=2048, groups=8):
     import torch
+    import torch._dynamo
 
     import mxq
 
