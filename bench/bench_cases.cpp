@@ -1,5 +1,5 @@
-// The default benchmark cases (MXFP8, token groups, MXFP4 / NVFP4) and their selection by the command
-// line.
+// The default benchmark cases (MXFP8, token groups, MXFP4 / NVFP4, SwiGLU) and their selection by the
+// command line.
 #include <algorithm>
 #include <set>
 #include <sstream>
@@ -23,6 +23,8 @@ struct CaseSizes {
   std::vector<int64_t> group_tokens;   // token-group ops: tokens x dims x group counts
   std::vector<int64_t> group_dims;
   std::vector<int32_t> group_counts;
+  std::vector<BenchShape> swiglu;  // SwiGLU: rows x F (h is rows x 2F), every count of swiglu_groups
+  std::vector<int32_t> swiglu_groups;
 };
 
 CaseSizes cuda_sizes(bool quick) {
@@ -33,6 +35,8 @@ CaseSizes cuda_sizes(bool quick) {
             {{1, 8192, 2048}},
             {16384},
             {2048, 7168},
+            {8},
+            {{1, 16384, 1536}},
             {8}};
   CaseSizes s;
   for (int64_t m : {8192, 32768, 131072})
@@ -43,13 +47,16 @@ CaseSizes cuda_sizes(bool quick) {
   s.group_tokens = {16384, 131072};
   s.group_dims = {1536, 2048, 5120, 7168};
   s.group_counts = {1, 8, 16, 64};
+  s.swiglu = {{1, 131072, 2048}, {1, 16384, 1536}};  // MoE expert MLPs' activations
+  s.swiglu_groups = {8, 64};
   return s;
 }
 
 // The cpu reference backend is orders of magnitude slower: small shapes of the same kinds.
 CaseSizes cpu_sizes(bool quick) {
-  if (quick) return {{{1, 512, 1024}}, {{2, 256, 512}}, {{1, 512, 1024}}, {}, {1024}, {512}, {8}};
-  return {{{1, 1024, 2048}, {1, 4096, 2048}}, {{2, 1024, 512}}, {{1, 1024, 2048}}, {}, {4096}, {512, 2048}, {1, 8}};
+  if (quick) return {{{1, 512, 1024}}, {{2, 256, 512}}, {{1, 512, 1024}}, {}, {1024}, {512}, {8}, {{1, 512, 512}}, {8}};
+  return {{{1, 1024, 2048}, {1, 4096, 2048}}, {{2, 1024, 512}}, {{1, 1024, 2048}}, {}, {4096}, {512, 2048}, {1, 8},
+          {{1, 1024, 1024}}, {8}};
 }
 
 BenchCase at(BenchCase c, const BenchShape& s) {
@@ -204,6 +211,28 @@ void add_fp4(const CaseSizes& s, std::vector<BenchCase>& out) {
       }
 }
 
+// SwiGLU with quantize, per token group with fused padding: the forward to mxfp8 rowwise and both,
+// to nvfp4 rowwise (amax given, rows padded to 128 as its grouped GEMMs read them), and the
+// backward to mxfp8 both.
+void add_swiglu(const CaseSizes& s, std::vector<BenchCase>& out) {
+  for (const BenchShape& shape : s.swiglu)
+    for (int32_t g : s.swiglu_groups) {
+      BenchCase rowwise = quantize_case(Format::mxfp8, Direction::rowwise);
+      rowwise.op = Op::swiglu;
+      rowwise.groups = g;
+      rowwise.pad_rowwise = kGroupAlignment;
+      BenchCase both = rowwise, nvfp4 = rowwise;
+      both.direction = Direction::both;
+      both.pad_colwise = kGroupAlignment;
+      nvfp4.format = Format::nvfp4;
+      nvfp4.amax_given = true;
+      nvfp4.pad_rowwise = 128;
+      BenchCase backward = both;
+      backward.op = Op::swiglu_backward;
+      for (const BenchCase& c : {rowwise, both, nvfp4, backward}) out.push_back(at(c, shape));
+    }
+}
+
 template <class T>
 bool allowed(const std::vector<T>& filter, T value) {
   return filter.empty() || std::find(filter.begin(), filter.end(), value) != filter.end();
@@ -226,6 +255,7 @@ std::vector<BenchCase> default_cases(Backend backend, bool quick) {
   add_mxfp8(sizes, cases);
   add_groups(sizes, cases);
   add_fp4(sizes, cases);
+  add_swiglu(sizes, cases);
   // The lists overlap (e.g. plain rowwise at a shape two lists use): keep the first of each.
   std::set<std::string> seen;
   std::vector<BenchCase> unique;
@@ -239,11 +269,9 @@ std::vector<BenchCase> select_cases(const BenchOptions& o, Backend backend) {
   std::vector<BenchCase> kept;
   for (const BenchCase& c : default_cases(backend, o.quick)) {
     if (!allowed(o.ops, c.op)) continue;
-    if (op_has_format(c.op)) {
-      if (!allowed(o.formats, c.format) || !allowed(o.directions, c.direction)) continue;
-    } else if (format_filter && o.ops.empty()) {
-      continue;  // --format / --dir without --op: quantize and dequantize rows only
-    }
+    if (op_has_format(c.op) && (!allowed(o.formats, c.format) || !allowed(o.directions, c.direction))) continue;
+    // --format / --dir without --op: quantize and dequantize rows only.
+    if (format_filter && o.ops.empty() && c.op != Op::quantize && c.op != Op::dequantize) continue;
     if (!allowed(o.groups, c.groups)) continue;
     if ((c.graph && o.no_graph) || (!c.graph && o.graph_only)) continue;
     kept.push_back(c);
@@ -263,7 +291,7 @@ std::vector<BenchCase> select_cases(const BenchOptions& o, Backend backend) {
   std::set<std::string> seen;
   for (const BenchShape& shape : o.shapes)
     for (const BenchCase& kind : kept) {
-      if (kind.groups > 0 && shape.batch != 1) continue;  // token groups are 2-D only
+      if ((kind.groups > 0 || is_swiglu(kind.op)) && shape.batch != 1) continue;  // 2-D only
       const BenchCase c = at(kind, shape);
       if (seen.insert(case_key(c, true)).second) expanded.push_back(c);
     }
@@ -277,6 +305,8 @@ const char* op_name(Op op) {
     case Op::pad: return "pad";
     case Op::unpad: return "unpad";
     case Op::amax: return "amax";
+    case Op::swiglu: return "swiglu";
+    case Op::swiglu_backward: return "swiglu_backward";
   }
   return "?";
 }
@@ -288,7 +318,9 @@ std::string shape_string(const BenchCase& c) {
   return s.str();
 }
 
-bool op_has_format(Op op) { return op == Op::quantize || op == Op::dequantize; }
+bool is_swiglu(Op op) { return op == Op::swiglu || op == Op::swiglu_backward; }
+
+bool op_has_format(Op op) { return op == Op::quantize || op == Op::dequantize || is_swiglu(op); }
 
 std::string case_label(const BenchCase& c) {
   const bool f = op_has_format(c.op);
@@ -307,7 +339,7 @@ std::string detail_string(const BenchCase& c) {
     sep = " ";
   };
   if (op_has_format(c.op) && c.format != Format::nvfp4) add(to_string(c.rule));
-  if (op_has_format(c.op) && c.format == Format::nvfp4 && c.op == Op::quantize)
+  if (c.format == Format::nvfp4 && (c.op == Op::quantize || is_swiglu(c.op)))
     add(c.amax_given ? "amax=given" : "amax=computed");
   if (c.amax_out) add("amax=out");
   if (c.groups > 0) add("G=", c.groups);

@@ -14,7 +14,9 @@ const std::map<std::string, Op> kOps = {{"quantize", Op::quantize},
                                         {"dequantize", Op::dequantize},
                                         {"pad", Op::pad},
                                         {"unpad", Op::unpad},
-                                        {"amax", Op::amax}};
+                                        {"amax", Op::amax},
+                                        {"swiglu", Op::swiglu},
+                                        {"swiglu_backward", Op::swiglu_backward}};
 // The input dtypes every op takes (and dequantize writes).
 const std::map<std::string, DType> kDTypes = {{"bf16", DType::bf16}, {"fp16", DType::fp16}, {"fp32", DType::fp32}};
 const std::map<std::string, Flush> kFlushes = {{"write", Flush::write}, {"read", Flush::read}};
@@ -29,7 +31,7 @@ const CLI::Validator kShapeText(
 
 void add_bench_options(CLI::App& app, BenchCli& cli) {
   BenchOptions& o = cli.options;
-  app.add_option("--op", o.ops, "Ops to time (repeatable): quantize, dequantize, pad, unpad, amax")
+  app.add_option("--op", o.ops, "Ops to time (repeatable): quantize, dequantize, pad, unpad, amax, swiglu, swiglu_backward")
       ->transform(options::name_choice(kOps));
   app.add_option("--format", o.formats, "Formats (repeatable): mxfp8, mxfp8_e5m2, mxfp4, nvfp4")
       ->transform(options::name_choice(names_of<Format>()));

@@ -13,14 +13,17 @@
 
 namespace mxq::bench {
 
-enum class Op : int32_t { quantize, dequantize, pad, unpad, amax };
+// swiglu: swiglu_quantize of h (rows, 2 cols), concatenated halves, silu; swiglu_backward:
+// swiglu_backward_quantize from dA (rows, cols) and that h. Both quantize as the case's format,
+// direction and groups say.
+enum class Op : int32_t { quantize, dequantize, pad, unpad, amax, swiglu, swiglu_backward };
 
 // One row of the benchmark. Shapes follow the public API: (batch, rows, cols), batch = E for 3-D
-// expert weights, cols the contiguous dimension.
+// expert weights, cols the contiguous dimension (the SwiGLU ops: the activation's, F).
 struct BenchCase {
   Op op = Op::quantize;
   int64_t batch = 1, rows = 0, cols = 0;
-  DType dtype = DType::bf16;  // input dtype (quantize, amax, pad, unpad); dequantize's output dtype
+  DType dtype = DType::bf16;  // input dtype (quantize, amax, pad, unpad, swiglu); dequantize's output dtype
   Format format = Format::mxfp8;
   Direction direction = Direction::rowwise;  // dequantize: the single direction it inverts
   ScaleLayout layout = ScaleLayout::blocked;
@@ -118,7 +121,7 @@ class BenchRunner {
 // The backend `auto_` resolves to on this machine.
 Backend resolve_backend(Backend requested);
 
-// The default cases (MXFP8, token groups, MXFP4 / NVFP4) for a backend (cuda: full sizes; cpu:
+// The default cases (MXFP8, token groups, MXFP4 / NVFP4, SwiGLU) for a backend (cuda: full sizes; cpu:
 // small shapes).
 std::vector<BenchCase> default_cases(Backend backend, bool quick);
 // default_cases filtered by the options; with options.shapes, every distinct case kind at each
@@ -128,8 +131,9 @@ std::vector<BenchCase> select_cases(const BenchOptions& options, Backend backend
 // Names used in tables, JSON and on the command line.
 const char* op_name(Op op);
 std::string shape_string(const BenchCase& c);  // "MxK" or "ExNxK"
-// Whether format, direction and layout mean anything for the op (quantize, dequantize).
+// Whether format, direction and layout mean anything for the op (quantize, dequantize, the SwiGLU ops).
 bool op_has_format(Op op);
+bool is_swiglu(Op op);  // swiglu or swiglu_backward
 // "op shape format dir layout detail", "-" for what the op has not.
 std::string case_label(const BenchCase& c);
 std::string detail_string(const BenchCase& c);  // rule, groups, padding, amax, graph

@@ -54,6 +54,29 @@ TensorView view(const BenchCase& c, const void* data, DType t) {
   return v;
 }
 
+// nvfp4 with the amax given: the caller's tensor amax, uploaded (counted as read); else null.
+const float* given_amax(const BenchCase& c, BenchDevice& device, OpPlan& plan) {
+  if (c.format != Format::nvfp4 || !c.amax_given) return nullptr;
+  return upload(plan, device, std::vector<float>(c.batch, kGivenAmax));
+}
+
+// Every output buffer of a quantize of `sizes` (and the amax output where the case asks for it).
+QuantizeOutputs allocate_outputs(const BenchCase& c, const QuantizeSizes& sizes, BenchDevice& device, OpPlan& plan) {
+  QuantizeOutputs o;
+  o.row_data = output(plan, device, sizes.row_data_bytes);
+  o.row_scales = static_cast<uint8_t*>(output(plan, device, sizes.row_scale_bytes));
+  o.col_data = output(plan, device, sizes.col_data_bytes);
+  o.col_scales = static_cast<uint8_t*>(output(plan, device, sizes.col_scale_bytes));
+  const int64_t scale_bytes = sizes.tensor_scale_count * int64_t{sizeof(float)};
+  o.s_enc = static_cast<float*>(output(plan, device, scale_bytes));
+  o.s_dec = static_cast<float*>(output(plan, device, scale_bytes));
+  const int64_t offset_bytes = sizes.padded_offset_count * int64_t{sizeof(int32_t)};
+  o.padded_starts = static_cast<int32_t*>(output(plan, device, offset_bytes));
+  o.padded_ends = static_cast<int32_t*>(output(plan, device, offset_bytes));
+  if (c.amax_out) o.amax = static_cast<float*>(output(plan, device, c.batch * int64_t{sizeof(float)}));
+  return o;
+}
+
 // Quantize arguments for `c` with `direction` over `input`, outputs allocated.
 Status setup_quantize(const BenchCase& c, Direction direction, const void* input, DType input_dtype,
                       BenchDevice& device, OpPlan& plan, QuantizeArgs* args, QuantizeSizes* sizes) {
@@ -62,22 +85,10 @@ Status setup_quantize(const BenchCase& c, Direction direction, const void* input
   args->groups = {group_ends(plan, device, c), c.pad_rowwise, c.pad_colwise};
   args->backend = device.backend();
   args->stream = device.stream();
-  if (c.format == Format::nvfp4 && c.amax_given)
-    args->tensor_amax = upload(plan, device, std::vector<float>(c.batch, kGivenAmax));
+  args->tensor_amax = given_amax(c, device, plan);
   Status st = quantize_sizes(*args, sizes);
   if (!st.ok()) return st;
-  QuantizeOutputs& o = args->out;
-  o.row_data = output(plan, device, sizes->row_data_bytes);
-  o.row_scales = static_cast<uint8_t*>(output(plan, device, sizes->row_scale_bytes));
-  o.col_data = output(plan, device, sizes->col_data_bytes);
-  o.col_scales = static_cast<uint8_t*>(output(plan, device, sizes->col_scale_bytes));
-  const int64_t scale_bytes = sizes->tensor_scale_count * int64_t{sizeof(float)};
-  o.s_enc = static_cast<float*>(output(plan, device, scale_bytes));
-  o.s_dec = static_cast<float*>(output(plan, device, scale_bytes));
-  const int64_t offset_bytes = sizes->padded_offset_count * int64_t{sizeof(int32_t)};
-  o.padded_starts = static_cast<int32_t*>(output(plan, device, offset_bytes));
-  o.padded_ends = static_cast<int32_t*>(output(plan, device, offset_bytes));
-  if (c.amax_out) o.amax = static_cast<float*>(output(plan, device, c.batch * int64_t{sizeof(float)}));
+  args->out = allocate_outputs(c, *sizes, device, plan);
   return Status();
 }
 
@@ -174,6 +185,49 @@ Status plan_unpad(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
   return Status();
 }
 
+// SwiGLU of h (rows, 2 cols), concatenated halves, silu: a (rows, cols) quantized as the case says.
+// Read: h (and dA, backward); written: the quantized outputs, and the computed tensor only where the
+// backend needs that buffer (swiglu_needs_computed).
+Status plan_swiglu(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
+  SwigluArgs a;
+  a.input = view(c, keep(*plan, random_buffer(device, c.dtype, c.rows * 2 * c.cols)), c.dtype);
+  a.input.cols = 2 * c.cols;
+  plan->bytes_read += 2 * tensor_bytes(c, c.dtype);
+  a.params = {c.format, c.rule, c.layout, c.direction};
+  a.groups = {group_ends(*plan, device, c), c.pad_rowwise, c.pad_colwise};
+  a.tensor_amax = given_amax(c, device, *plan);
+  a.backend = device.backend();
+  a.stream = device.stream();
+  QuantizeSizes sizes;
+  Status st = swiglu_quantize_sizes(a, &sizes);
+  if (!st.ok()) return st;
+  a.out = allocate_outputs(c, sizes, device, *plan);
+  if (swiglu_needs_computed(a, a.backend)) a.activation = output(*plan, device, tensor_bytes(c, c.dtype));
+  plan->call = [a] { return swiglu_quantize(a); };
+  return Status();
+}
+
+// The backward: dA (rows, cols) and h (rows, 2 cols) to dh (rows, 2 cols), quantized.
+Status plan_swiglu_backward(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
+  SwigluBackwardArgs a;
+  a.grad = view(c, keep(*plan, random_buffer(device, c.dtype, c.rows * c.cols)), c.dtype);
+  a.input = view(c, keep(*plan, random_buffer(device, c.dtype, c.rows * 2 * c.cols)), c.dtype);
+  a.input.cols = 2 * c.cols;
+  plan->bytes_read += 3 * tensor_bytes(c, c.dtype);
+  a.params = {c.format, c.rule, c.layout, c.direction};
+  a.groups = {group_ends(*plan, device, c), c.pad_rowwise, c.pad_colwise};
+  a.tensor_amax = given_amax(c, device, *plan);
+  a.backend = device.backend();
+  a.stream = device.stream();
+  QuantizeSizes sizes;
+  Status st = swiglu_backward_quantize_sizes(a, &sizes);
+  if (!st.ok()) return st;
+  a.out = allocate_outputs(c, sizes, device, *plan);
+  if (swiglu_needs_computed(a, a.backend)) a.grad_input = output(*plan, device, 2 * tensor_bytes(c, c.dtype));
+  plan->call = [a] { return swiglu_backward_quantize(a); };
+  return Status();
+}
+
 Status plan_amax(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
   const TensorView input = view(c, keep(*plan, random_buffer(device, c.dtype, c.batch * c.rows * c.cols)), c.dtype);
   plan->bytes_read += tensor_bytes(c, c.dtype);
@@ -212,6 +266,8 @@ Status make_plan(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
     case Op::pad: return plan_pad(c, device, plan);
     case Op::unpad: return plan_unpad(c, device, plan);
     case Op::amax: return plan_amax(c, device, plan);
+    case Op::swiglu: return plan_swiglu(c, device, plan);
+    case Op::swiglu_backward: return plan_swiglu_backward(c, device, plan);
   }
   return Status::error(Code::invalid_argument, "bench: unknown op");
 }

@@ -11,7 +11,7 @@ namespace mxq::bench {
 namespace {
 
 // Column widths of the table; the header and every row use the same format.
-constexpr const char* kRowFormat = "%-10s %-14s %-10s %-7s %-7s %-24s %10s %8s %9s %6s %8s";
+constexpr const char* kRowFormat = "%-15s %-14s %-10s %-7s %-7s %-24s %10s %8s %9s %6s %8s";
 
 std::string fixed(double v, int decimals) {
   char buf[32];
@@ -102,7 +102,7 @@ std::string to_json(const BenchEnvironment& env, const std::vector<BenchResult>&
       j["layout"] = to_string(c.layout);
       j["rule"] = to_string(c.rule);
     }
-    if (c.format == Format::nvfp4 && c.op == Op::quantize) j["amax_given"] = c.amax_given;
+    if (c.format == Format::nvfp4 && (c.op == Op::quantize || is_swiglu(c.op))) j["amax_given"] = c.amax_given;
     if (c.op == Op::pad || c.op == Op::unpad || c.op == Op::quantize) j["amax_out"] = c.amax_out;
     j["groups"] = c.groups;
     j["group_multiple"] = c.group_multiple;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Markdown tables for docs/performance.md from an `mxq_bench --json` file: MXFP8 quantize, token
-groups, FP4 quantize, nvfp4 with the amax output and with the amax from pad / unpad, dequantize
-(one table per GPU).
+groups, FP4 quantize, nvfp4 with the amax output and with the amax from pad / unpad, dequantize,
+SwiGLU + quantize (one table per GPU).
 
 usage: python3 scripts/perf_tables.py bench.json
 Ratios are op GB/s over the same-run copy GB/s; "met" compares them with the targets listed in
@@ -155,13 +155,32 @@ def dequant(rows):
                   f"{r['median_us']:.1f} | {r['ratio']:.3f} |")
 
 
+# The fused SwiGLU's targets, by (op, format, direction).
+SWIGLU_TARGETS = {("swiglu", "mxfp8", "rowwise"): 0.90, ("swiglu", "mxfp8", "both"): 0.85,
+                  ("swiglu", "nvfp4", "rowwise"): 0.85, ("swiglu_backward", "mxfp8", "both"): 0.85}
+
+
+def swiglu(rows):
+    print("| M × 2·F | G | case | µs | ratio | target | |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        if r["op"] not in ("swiglu", "swiglu_backward") or r["graph"] or r["status"] != "ok":
+            continue
+        _, m, f = r["shape"]
+        name = ("fwd" if r["op"] == "swiglu" else "bwd") + f" {r['format']} {r['direction']}"
+        target = SWIGLU_TARGETS.get((r["op"], r["format"], r["direction"]))
+        print(f"| {m} × 2·{f} | {r['groups']} | {name} | {r['median_us']:.1f} | {r['ratio']:.3f} | "
+              f"{target if target else '—'} | {verdict(r['ratio'], target)} |")
+
+
 def main():
     data = json.load(open(sys.argv[1]))
     rows = data["results"]
     print(f"Device: {data['device']}; runs {data['runs']}; mxq {data['mxq_version']}\n")
     for title, fn in (("MXFP8 quantize", mxfp8_quantize), ("Token groups", token_groups), ("FP4 quantize", fp4_quantize),
                       ("nvfp4 with the amax output", delayed_amax),
-                      ("nvfp4 with the amax from pad / unpad", amax_from_pad), ("Dequantize", dequant)):
+                      ("nvfp4 with the amax from pad / unpad", amax_from_pad), ("Dequantize", dequant),
+                      ("SwiGLU + quantize", swiglu)):
         print(f"#### {title}\n")
         fn(rows)
         print()

@@ -63,6 +63,13 @@ TEST(BenchCases, CudaDefaultsCoverTheIssueShapes) {
         EXPECT_TRUE(has(cases, Op::quantize, Format::mxfp8, Direction::colwise, {1, m, k}, g));
         EXPECT_TRUE(has(cases, Op::quantize, Format::mxfp8, Direction::both, {1, m, k}, g));
       }
+  for (BenchShape s : {BenchShape{1, 131072, 2048}, BenchShape{1, 16384, 1536}})
+    for (int32_t g : {8, 64}) {
+      EXPECT_TRUE(has(cases, Op::swiglu, Format::mxfp8, Direction::rowwise, s, g));
+      EXPECT_TRUE(has(cases, Op::swiglu, Format::mxfp8, Direction::both, s, g));
+      EXPECT_TRUE(has(cases, Op::swiglu, Format::nvfp4, Direction::rowwise, s, g));
+      EXPECT_TRUE(has(cases, Op::swiglu_backward, Format::mxfp8, Direction::both, s, g));
+    }
   EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [](auto& c) { return c.graph; }));
   EXPECT_TRUE(std::any_of(cases.begin(), cases.end(), [](auto& c) { return c.op == Op::dequantize; }));
   std::set<std::string> rows;
@@ -147,7 +154,7 @@ TEST(BenchCli, OptionsTakeNamesOnly) {
   const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
       {{"--backend", "1"}, "--backend: 1 is not one of {auto,cpu,cuda}"},
       {{"--format", "mxfp6"}, "--format: mxfp6 is not one of {mxfp4,mxfp8,mxfp8_e5m2,nvfp4}"},
-      {{"--op", "0"}, "--op: 0 is not one of {amax,dequantize,pad,quantize,unpad}"},
+      {{"--op", "0"}, "--op: 0 is not one of {amax,dequantize,pad,quantize,swiglu,swiglu_backward,unpad}"},
       {{"--dtype", "u8"}, "--dtype: u8 is not one of {bf16,fp16,fp32}"},
   };
   for (const auto& [args, message] : bad) {
@@ -221,6 +228,27 @@ TEST(BenchPlan, CountsInputAndEveryOutputByte) {
   EXPECT_EQ(pad_plan.bytes_read, 100 * 8 * 2 + 3 * 4);
   EXPECT_EQ(pad_plan.bytes_written, 224 * 8 * 2 + 2 * 3 * 4);
   ASSERT_TRUE(pad_plan.call().ok());
+}
+
+// SwiGLU reads h (M, 2F) (and dA (M, F) backward) and writes the quantized a (M, F) or dh (M, 2F).
+TEST(BenchPlan, CountsSwigluOperandsAndOutputs) {
+  auto device = make_cpu_device();
+  BenchCase c;
+  c.op = Op::swiglu;
+  c.rows = 64;
+  c.cols = 128;
+  OpPlan forward;
+  ASSERT_TRUE(make_plan(c, *device, &forward).ok());
+  EXPECT_EQ(forward.bytes_read, 64 * 256 * 2);
+  EXPECT_EQ(forward.bytes_written, 64 * 128 + 128 * 4);
+  ASSERT_TRUE(forward.call().ok());
+
+  c.op = Op::swiglu_backward;
+  OpPlan backward;
+  ASSERT_TRUE(make_plan(c, *device, &backward).ok());
+  EXPECT_EQ(backward.bytes_read, 64 * 128 * 2 + 64 * 256 * 2);
+  EXPECT_EQ(backward.bytes_written, 64 * 256 + 128 * 8);
+  ASSERT_TRUE(backward.call().ok());
 }
 
 TEST(BenchRunner, TimesCpuCasesAndReportsUnsupportedRowsWithoutStopping) {

@@ -52,3 +52,14 @@ def test_amax_from_pad_charges_the_plain_given_row(capsys):
     lines = table_lines(load_perf_tables().amax_from_pad, capsys)
     # 0.97 × 210 / (210 + 1): the pad's extra microsecond charged to the plain given-amax time.
     assert lines == ["| 32768 × 7168 | pad | 300.0 | 301.0 | +1.0 µs | rowwise | 0.970 | 0.550 | 0.965 |"]
+
+
+def test_swiglu_table_names_each_case_and_its_target(capsys):
+    def row(op, fmt, direction, ratio):
+        return {"op": op, "shape": [1, 16384, 1536], "format": fmt, "direction": direction, "groups": 8,
+                "graph": False, "status": "ok", "median_us": 100.0, "ratio": ratio}
+    load_perf_tables().swiglu([row("swiglu", "mxfp8", "rowwise", 0.91), row("swiglu_backward", "mxfp8", "both", 0.8),
+                               pad_row("pad", False, 300.0)])
+    lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 16384")]
+    assert lines == ["| 16384 × 2·1536 | 8 | fwd mxfp8 rowwise | 100.0 | 0.910 | 0.9 | met |",
+                     "| 16384 × 2·1536 | 8 | bwd mxfp8 both | 100.0 | 0.800 | 0.85 | missed by 0.050 |"]
