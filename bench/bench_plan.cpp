@@ -24,6 +24,12 @@ void* keep(OpPlan& plan, DeviceBuffer&& buffer) {
   return plan.buffers.back().get();
 }
 
+// A random input of `count` elements of t, counted as read.
+void* input(OpPlan& plan, BenchDevice& device, DType t, int64_t count) {
+  plan.bytes_read += count * dtype_size(t);
+  return keep(plan, random_buffer(device, t, count));
+}
+
 // An output buffer, counted as written: every op writes all bytes of its outputs.
 void* output(OpPlan& plan, BenchDevice& device, int64_t bytes) {
   plan.bytes_written += bytes;
@@ -93,11 +99,10 @@ Status setup_quantize(const BenchCase& c, Direction direction, const void* input
 }
 
 Status plan_quantize(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
-  const void* input = keep(*plan, random_buffer(device, c.dtype, c.batch * c.rows * c.cols));
-  plan->bytes_read += tensor_bytes(c, c.dtype);
+  const void* x = input(*plan, device, c.dtype, c.batch * c.rows * c.cols);
   QuantizeArgs args;
   QuantizeSizes sizes;
-  Status st = setup_quantize(c, c.direction, input, c.dtype, device, *plan, &args, &sizes);
+  Status st = setup_quantize(c, c.direction, x, c.dtype, device, *plan, &args, &sizes);
   if (!st.ok()) return st;
   plan->call = [args] { return quantize(args); };
   return Status();
@@ -108,8 +113,8 @@ Status plan_dequantize(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
   QuantizeArgs q;
   QuantizeSizes sizes;
   {
-    DeviceBuffer input = random_buffer(device, DType::bf16, c.batch * c.rows * c.cols);
-    Status st = setup_quantize(c, c.direction, input.get(), DType::bf16, device, *plan, &q, &sizes);
+    DeviceBuffer source = random_buffer(device, DType::bf16, c.batch * c.rows * c.cols);
+    Status st = setup_quantize(c, c.direction, source.get(), DType::bf16, device, *plan, &q, &sizes);
     if (st.ok()) st = quantize(q);
     if (!st.ok()) return st;
     device.synchronize();
@@ -142,8 +147,7 @@ Status plan_dequantize(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
 
 Status plan_pad(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
   PadArgs a;
-  a.input = view(c, keep(*plan, random_buffer(device, c.dtype, c.rows * c.cols)), c.dtype);
-  plan->bytes_read += tensor_bytes(c, c.dtype);
+  a.input = view(c, input(*plan, device, c.dtype, c.rows * c.cols), c.dtype);
   a.groups = group_ends(*plan, device, c);
   a.alignment = c.alignment;
   a.backend = device.backend();
@@ -185,56 +189,60 @@ Status plan_unpad(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
   return Status();
 }
 
-// SwiGLU of h (rows, 2 cols), concatenated halves, silu: a (rows, cols) quantized as the case says.
-// Read: h (and dA, backward); written: the quantized outputs, and the computed tensor only where the
-// backend needs that buffer (swiglu_needs_computed).
-Status plan_swiglu(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
-  SwigluArgs a;
-  a.input = view(c, keep(*plan, random_buffer(device, c.dtype, c.rows * 2 * c.cols)), c.dtype);
-  a.input.cols = 2 * c.cols;
-  plan->bytes_read += 2 * tensor_bytes(c, c.dtype);
+// What the SwiGLU plans share: a's quantize parameters, groups, given amax and device, the outputs
+// of its quantize, and the computed tensor's buffer (`computed`, `computed_bytes`) only where the
+// backend needs one (swiglu_needs_computed). Default SwigluParams: concatenated halves, silu.
+template <class Args>
+Status setup_swiglu(const BenchCase& c, BenchDevice& device, OpPlan& plan, Status (*sizes_of)(const Args&, QuantizeSizes*),
+                    void* Args::*computed, int64_t computed_bytes, Args& a) {
   a.params = {c.format, c.rule, c.layout, c.direction};
-  a.groups = {group_ends(*plan, device, c), c.pad_rowwise, c.pad_colwise};
-  a.tensor_amax = given_amax(c, device, *plan);
+  a.groups = {group_ends(plan, device, c), c.pad_rowwise, c.pad_colwise};
+  a.tensor_amax = given_amax(c, device, plan);
   a.backend = device.backend();
   a.stream = device.stream();
   QuantizeSizes sizes;
-  Status st = swiglu_quantize_sizes(a, &sizes);
+  Status st = sizes_of(a, &sizes);
   if (!st.ok()) return st;
-  a.out = allocate_outputs(c, sizes, device, *plan);
-  if (swiglu_needs_computed(a, a.backend)) a.activation = output(*plan, device, tensor_bytes(c, c.dtype));
+  a.out = allocate_outputs(c, sizes, device, plan);
+  if (swiglu_needs_computed(a, a.backend)) a.*computed = output(plan, device, computed_bytes);
+  return Status();
+}
+
+// h (rows, 2 cols) in the case's dtype, counted as read.
+TensorView swiglu_h(const BenchCase& c, BenchDevice& device, OpPlan& plan) {
+  TensorView h = view(c, input(plan, device, c.dtype, c.rows * 2 * c.cols), c.dtype);
+  h.cols = 2 * c.cols;
+  return h;
+}
+
+// The forward: a (rows, cols) from h, quantized as the case says.
+Status plan_swiglu(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
+  SwigluArgs a;
+  a.input = swiglu_h(c, device, *plan);
+  Status st = setup_swiglu(c, device, *plan, &swiglu_quantize_sizes, &SwigluArgs::activation, tensor_bytes(c, c.dtype), a);
+  if (!st.ok()) return st;
   plan->call = [a] { return swiglu_quantize(a); };
   return Status();
 }
 
-// The backward: dA (rows, cols) and h (rows, 2 cols) to dh (rows, 2 cols), quantized.
+// The backward: dA (rows, cols) and h to dh (rows, 2 cols), quantized.
 Status plan_swiglu_backward(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
   SwigluBackwardArgs a;
-  a.grad = view(c, keep(*plan, random_buffer(device, c.dtype, c.rows * c.cols)), c.dtype);
-  a.input = view(c, keep(*plan, random_buffer(device, c.dtype, c.rows * 2 * c.cols)), c.dtype);
-  a.input.cols = 2 * c.cols;
-  plan->bytes_read += 3 * tensor_bytes(c, c.dtype);
-  a.params = {c.format, c.rule, c.layout, c.direction};
-  a.groups = {group_ends(*plan, device, c), c.pad_rowwise, c.pad_colwise};
-  a.tensor_amax = given_amax(c, device, *plan);
-  a.backend = device.backend();
-  a.stream = device.stream();
-  QuantizeSizes sizes;
-  Status st = swiglu_backward_quantize_sizes(a, &sizes);
+  a.grad = view(c, input(*plan, device, c.dtype, c.rows * c.cols), c.dtype);
+  a.input = swiglu_h(c, device, *plan);
+  Status st = setup_swiglu(c, device, *plan, &swiglu_backward_quantize_sizes, &SwigluBackwardArgs::grad_input,
+                           2 * tensor_bytes(c, c.dtype), a);
   if (!st.ok()) return st;
-  a.out = allocate_outputs(c, sizes, device, *plan);
-  if (swiglu_needs_computed(a, a.backend)) a.grad_input = output(*plan, device, 2 * tensor_bytes(c, c.dtype));
   plan->call = [a] { return swiglu_backward_quantize(a); };
   return Status();
 }
 
 Status plan_amax(const BenchCase& c, BenchDevice& device, OpPlan* plan) {
-  const TensorView input = view(c, keep(*plan, random_buffer(device, c.dtype, c.batch * c.rows * c.cols)), c.dtype);
-  plan->bytes_read += tensor_bytes(c, c.dtype);
+  const TensorView x = view(c, input(*plan, device, c.dtype, c.batch * c.rows * c.cols), c.dtype);
   float* out = static_cast<float*>(output(*plan, device, c.batch * int64_t{sizeof(float)}));
   const Backend backend = device.backend();
   void* stream = device.stream();
-  plan->call = [input, out, backend, stream] { return tensor_amax(input, out, backend, stream); };
+  plan->call = [x, out, backend, stream] { return tensor_amax(x, out, backend, stream); };
   return Status();
 }
 
