@@ -322,6 +322,10 @@ bool is_swiglu(Op op) { return op == Op::swiglu || op == Op::swiglu_backward; }
 
 bool op_has_format(Op op) { return op == Op::quantize || op == Op::dequantize || is_swiglu(op); }
 
+bool has_amax_choice(const BenchCase& c) {
+  return c.format == Format::nvfp4 && (c.op == Op::quantize || is_swiglu(c.op));
+}
+
 std::string case_label(const BenchCase& c) {
   const bool f = op_has_format(c.op);
   std::ostringstream s;
@@ -339,8 +343,7 @@ std::string detail_string(const BenchCase& c) {
     sep = " ";
   };
   if (op_has_format(c.op) && c.format != Format::nvfp4) add(to_string(c.rule));
-  if (c.format == Format::nvfp4 && (c.op == Op::quantize || is_swiglu(c.op)))
-    add(c.amax_given ? "amax=given" : "amax=computed");
+  if (has_amax_choice(c)) add(c.amax_given ? "amax=given" : "amax=computed");
   if (c.amax_out) add("amax=out");
   if (c.groups > 0) add("G=", c.groups);
   if (c.group_multiple > 1) add("sizes%", c.group_multiple);

@@ -134,6 +134,8 @@ std::string shape_string(const BenchCase& c);  // "MxK" or "ExNxK"
 // Whether format, direction and layout mean anything for the op (quantize, dequantize, the SwiGLU ops).
 bool op_has_format(Op op);
 bool is_swiglu(Op op);  // swiglu or swiglu_backward
+// Whether the case's nvfp4 tensor amax is either given or computed (quantize, the SwiGLU ops).
+bool has_amax_choice(const BenchCase& c);
 // "op shape format dir layout detail", "-" for what the op has not.
 std::string case_label(const BenchCase& c);
 std::string detail_string(const BenchCase& c);  // rule, groups, padding, amax, graph

@@ -102,7 +102,7 @@ std::string to_json(const BenchEnvironment& env, const std::vector<BenchResult>&
       j["layout"] = to_string(c.layout);
       j["rule"] = to_string(c.rule);
     }
-    if (c.format == Format::nvfp4 && (c.op == Op::quantize || is_swiglu(c.op))) j["amax_given"] = c.amax_given;
+    if (has_amax_choice(c)) j["amax_given"] = c.amax_given;
     if (c.op == Op::pad || c.op == Op::unpad || c.op == Op::quantize) j["amax_out"] = c.amax_out;
     j["groups"] = c.groups;
     j["group_multiple"] = c.group_multiple;
