@@ -58,6 +58,10 @@ void add_bench_options(CLI::App& app, BenchCli& cli) {
                  "Grouped colwise kernel where a case can take either (A/B runs): auto (default), "
                  "windows or tiles")
       ->check(CLI::IsMember({"auto", "windows", "tiles"}));
+  app.add_option("--grouped-rowwise", o.grouped_rowwise,
+                 "Grouped rowwise kernel (rowwise alone) where the tuning takes input row tiles (A/B "
+                 "runs): auto (default) or tiles (the group tiles)")
+      ->check(CLI::IsMember({"auto", "tiles"}));
   app.add_option("--json", cli.json_path, "Also write the results as JSON to this file");
   app.add_flag("--list", cli.list, "Print the selected cases and exit");
 }

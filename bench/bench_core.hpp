@@ -64,6 +64,7 @@ struct BenchOptions {
   bool no_graph = false;           // no CUDA-graph rows
   Flush flush = Flush::write;
   std::string grouped_colwise = "auto";  // cuda: auto, or windows / tiles forced where either applies
+  std::string grouped_rowwise = "auto";  // cuda: auto, or tiles forced where the tuning takes row tiles
 };
 
 enum class RowStatus : int32_t { ok, unsupported, error };

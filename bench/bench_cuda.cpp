@@ -213,11 +213,13 @@ bool cuda_device_present() {
   return present;
 }
 
-void force_grouped_colwise(const std::string& kernel) {
+void force_grouped_kernels(const std::string& colwise, const std::string& rowwise) {
   namespace grouped = mxq::cuda::kernels::quantize_grouped;
-  grouped::force_colwise_kernel(kernel == "windows" ? grouped::ColwiseKernel::windows
-                                : kernel == "tiles" ? grouped::ColwiseKernel::tiles
-                                                    : grouped::ColwiseKernel::automatic);
+  grouped::force_colwise_kernel(colwise == "windows" ? grouped::ColwiseKernel::windows
+                                : colwise == "tiles" ? grouped::ColwiseKernel::tiles
+                                                     : grouped::ColwiseKernel::automatic);
+  grouped::force_rowwise_kernel(rowwise == "tiles" ? grouped::RowwiseKernel::group_tiles
+                                                   : grouped::RowwiseKernel::automatic);
 }
 
 std::unique_ptr<BenchDevice> make_cuda_device() {

@@ -81,8 +81,9 @@ std::unique_ptr<BenchDevice> make_cpu_device();
 // Null when the bench was built without CUDA or no device is present.
 std::unique_ptr<BenchDevice> make_cuda_device();
 bool cuda_device_present();
-// Forces the grouped colwise kernel ("windows" or "tiles") wherever a case can take either; "auto"
-// leaves the choice to the library (an internal hook of libmxq, not its public API).
-void force_grouped_colwise(const std::string& kernel);
+// Forces the grouped colwise kernel ("windows" or "tiles") wherever a case can take either, and the
+// rowwise group tiles ("tiles") where the tuning takes input row tiles; "auto" leaves the choice to
+// the library (internal hooks of libmxq, not its public API).
+void force_grouped_kernels(const std::string& colwise, const std::string& rowwise);
 
 }  // namespace mxq::bench

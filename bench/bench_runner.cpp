@@ -45,7 +45,7 @@ Backend resolve_backend(Backend requested) {
 BenchRunner::BenchRunner(const BenchOptions& options) {
   const Backend backend = resolve_backend(options.backend);
   device_ = open_device(backend, &env_.note);
-  if (backend == Backend::cuda) force_grouped_colwise(options.grouped_colwise);
+  if (backend == Backend::cuda) force_grouped_kernels(options.grouped_colwise, options.grouped_rowwise);
   const bool cuda = backend == Backend::cuda;
   env_.backend = backend;
   env_.runs = options.runs > 0 ? options.runs : cuda ? kCudaRuns : kCpuRuns;
