@@ -142,7 +142,7 @@ TEST(BenchCli, OptionsTakeNamesOnly) {
   };
   BenchCli cli;
   parse({"--op", "PAD", "--op", "quantize", "--format", "NvFp4", "--dir", "both", "--dtype", "fp16", "--backend", "cpu",
-         "--flush", "read"},
+         "--flush", "read", "--grouped-rowwise", "tiles"},
         &cli);
   EXPECT_EQ(cli.options.ops, (std::vector<Op>{Op::pad, Op::quantize}));
   EXPECT_EQ(cli.options.formats, std::vector<Format>{Format::nvfp4});
@@ -150,12 +150,14 @@ TEST(BenchCli, OptionsTakeNamesOnly) {
   EXPECT_EQ(cli.options.dtypes, std::vector<DType>{DType::fp16});
   EXPECT_EQ(cli.options.backend, Backend::cpu);
   EXPECT_EQ(cli.options.flush, Flush::read);
+  EXPECT_EQ(cli.options.grouped_rowwise, "tiles");
 
   const std::vector<std::pair<std::vector<std::string>, std::string>> bad = {
       {{"--backend", "1"}, "--backend: 1 is not one of {auto,cpu,cuda}"},
       {{"--format", "mxfp6"}, "--format: mxfp6 is not one of {mxfp4,mxfp8,mxfp8_e5m2,nvfp4}"},
       {{"--op", "0"}, "--op: 0 is not one of {amax,dequantize,pad,quantize,swiglu,swiglu_backward,unpad}"},
       {{"--dtype", "u8"}, "--dtype: u8 is not one of {bf16,fp16,fp32}"},
+      {{"--grouped-rowwise", "rows"}, "--grouped-rowwise: rows not in {auto,tiles}"},
   };
   for (const auto& [args, message] : bad) {
     BenchCli rejected;
