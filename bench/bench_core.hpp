@@ -91,12 +91,17 @@ struct BenchEnvironment {
   std::string device;       // GPU name, or "CPU (N threads)"
   std::string timer;        // "cuda events" or "wall clock"
   std::string note;         // e.g. why the CPU backend is benchmarked
+  std::string forced;       // the grouped kernels forced in place of the tuning's, "" for none
   int64_t cache_bytes = 0;  // L2 (cuda) or last-level cache (cpu) as queried
   int64_t flush_bytes = 0;  // bytes written (or read) between timed runs to evict it
   Flush flush = Flush::write;
   int runs = 0, warmup = 0;
   std::string mxq_version;
 };
+
+// The grouped kernels --grouped-colwise / --grouped-rowwise force ("" when both are auto), so
+// that a forced run's report cannot pass for the tuning's.
+std::string forced_kernels(const BenchOptions& options);
 
 class BenchDevice;
 

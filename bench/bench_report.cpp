@@ -51,6 +51,7 @@ void print_header(std::ostream& os, const BenchEnvironment& env) {
         "the same bytes; ratio = GB/s / copy GB/s; host µs = median time of the call on the host "
         "(queued, not waited for)\n";
   if (!env.note.empty()) os << "NOTE: " << env.note << "\n";
+  if (!env.forced.empty()) os << "FORCED (not the tuning's choice): " << env.forced << "\n";
   // "µs" is three bytes but two columns: one leading space keeps the column aligned.
   os << row_text("op", "shape", "format", "dir", "layout", "detail", " µs", "GB/s", "copy GB/s", "ratio", " host µs")
      << "\n";
@@ -84,6 +85,7 @@ std::string to_json(const BenchEnvironment& env, const std::vector<BenchResult>&
   root["device"] = env.device;
   root["timer"] = env.timer;
   if (!env.note.empty()) root["note"] = env.note;
+  if (!env.forced.empty()) root["forced_kernels"] = env.forced;
   root["cache_bytes"] = env.cache_bytes;
   root["flush_bytes"] = env.flush_bytes;
   root["flush"] = env.flush == Flush::read ? "read" : "write";

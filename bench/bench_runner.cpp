@@ -42,11 +42,21 @@ Backend resolve_backend(Backend requested) {
   return cuda_device_present() ? Backend::cuda : Backend::cpu;
 }
 
+std::string forced_kernels(const BenchOptions& options) {
+  std::string s;
+  if (options.grouped_colwise != "auto") s = "grouped colwise " + options.grouped_colwise;
+  if (options.grouped_rowwise != "auto") s += (s.empty() ? "" : ", ") + ("grouped rowwise " + options.grouped_rowwise);
+  return s;
+}
+
 BenchRunner::BenchRunner(const BenchOptions& options) {
   const Backend backend = resolve_backend(options.backend);
   device_ = open_device(backend, &env_.note);
-  if (backend == Backend::cuda) force_grouped_kernels(options.grouped_colwise, options.grouped_rowwise);
   const bool cuda = backend == Backend::cuda;
+  if (cuda) {
+    force_grouped_kernels(options.grouped_colwise, options.grouped_rowwise);
+    env_.forced = forced_kernels(options);
+  }
   env_.backend = backend;
   env_.runs = options.runs > 0 ? options.runs : cuda ? kCudaRuns : kCpuRuns;
   env_.warmup = options.warmup >= 0 ? options.warmup : cuda ? kCudaWarmup : kCpuWarmup;

@@ -173,10 +173,18 @@ def swiglu(rows):
               f"{target if target else '—'} | {verdict(r['ratio'], target)} |")
 
 
+def header(data):
+    """The run's device and settings; a run with forced kernels says so (its cells are not the tuning's)."""
+    line = f"Device: {data['device']}; runs {data['runs']}; mxq {data['mxq_version']}"
+    if "forced_kernels" in data:
+        line += f"\n\n**Forced kernels, not the tuning's choice: {data['forced_kernels']}**"
+    return line
+
+
 def main():
     data = json.load(open(sys.argv[1]))
     rows = data["results"]
-    print(f"Device: {data['device']}; runs {data['runs']}; mxq {data['mxq_version']}\n")
+    print(header(data) + "\n")
     for title, fn in (("MXFP8 quantize", mxfp8_quantize), ("Token groups", token_groups), ("FP4 quantize", fp4_quantize),
                       ("nvfp4 with the amax output", delayed_amax),
                       ("nvfp4 with the amax from pad / unpad", amax_from_pad), ("Dequantize", dequant),

@@ -301,6 +301,28 @@ TEST(BenchRunner, TimesCpuCasesAndReportsUnsupportedRowsWithoutStopping) {
   EXPECT_EQ(json["flush"], "write");
 }
 
+// A run with forced grouped kernels says so in its header and its JSON; a tuned run has neither.
+TEST(BenchReport, ForcedKernelsAreReported) {
+  BenchOptions o;
+  EXPECT_EQ(forced_kernels(o), "");
+  o.grouped_rowwise = "tiles";
+  EXPECT_EQ(forced_kernels(o), "grouped rowwise tiles");
+  o.grouped_colwise = "windows";
+  EXPECT_EQ(forced_kernels(o), "grouped colwise windows, grouped rowwise tiles");
+
+  BenchEnvironment env;
+  std::ostringstream tuned;
+  print_header(tuned, env);
+  EXPECT_EQ(tuned.str().find("FORCED"), std::string::npos);
+  EXPECT_FALSE(nlohmann::json::parse(to_json(env, {})).contains("forced_kernels"));
+  env.forced = forced_kernels(o);
+  std::ostringstream forced;
+  print_header(forced, env);
+  EXPECT_NE(forced.str().find("FORCED (not the tuning's choice): grouped colwise windows, grouped rowwise tiles"),
+            std::string::npos);
+  EXPECT_EQ(nlohmann::json::parse(to_json(env, {}))["forced_kernels"], env.forced);
+}
+
 TEST(BenchRunner, FlushesByReadingWhenAsked) {
   BenchOptions o;
   o.backend = Backend::cpu;

@@ -63,3 +63,11 @@ def test_swiglu_table_names_each_case_and_its_target(capsys):
     lines = [line for line in capsys.readouterr().out.splitlines() if line.startswith("| 16384")]
     assert lines == ["| 16384 × 2·1536 | 8 | fwd mxfp8 rowwise | 100.0 | 0.910 | 0.9 | met |",
                      "| 16384 × 2·1536 | 8 | bwd mxfp8 both | 100.0 | 0.800 | 0.85 | missed by 0.050 |"]
+
+
+def test_header_names_forced_kernels():
+    data = {"device": "GPU", "runs": 50, "mxq_version": "0.1.0"}
+    header = load_perf_tables().header
+    assert header(data) == "Device: GPU; runs 50; mxq 0.1.0"
+    data["forced_kernels"] = "grouped rowwise tiles"
+    assert "Forced kernels, not the tuning's choice: grouped rowwise tiles" in header(data)
